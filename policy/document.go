@@ -1,0 +1,87 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Effect is what a decision lets happen to a tool call.
+type Effect string
+
+// The three effects, in the order rules are matched.
+const (
+	Deny  Effect = "deny"
+	Ask   Effect = "ask"
+	Allow Effect = "allow"
+)
+
+// ReasonDefault is the reason_code of a decision that no rule made.
+const ReasonDefault = "default"
+
+// ReasonSchemaInvalid is the reason_code of input that failed its schema.
+const ReasonSchemaInvalid = "schema_invalid"
+
+// Document is the policy file as written. Its field names are the wire
+// names of the seed format; everything beyond version/default/rules is an
+// additive extension.
+type Document struct {
+	Schema  string                     `json:"$schema,omitempty"`
+	Version int                        `json:"version"`
+	Default Effect                     `json:"default"`
+	Rules   []RuleDoc                  `json:"rules"`
+	Schemas map[string]json.RawMessage `json:"schemas,omitempty"`
+	Tests   []TestDoc                  `json:"tests,omitempty"`
+}
+
+// RuleDoc is one rule as written.
+type RuleDoc struct {
+	ID          string                  `json:"id"`
+	Effect      Effect                  `json:"effect"`
+	Tool        string                  `json:"tool"`
+	Input       map[string]ConditionDoc `json:"input,omitempty"`
+	ReasonCode  string                  `json:"reason_code,omitempty"`
+	Message     string                  `json:"message,omitempty"`
+	Description string                  `json:"description,omitempty"`
+}
+
+// ConditionDoc is the condition on one input key. Several operators in one
+// condition must all hold.
+type ConditionDoc struct {
+	Const     json.RawMessage   `json:"const,omitempty"`
+	Enum      []json.RawMessage `json:"enum,omitempty"`
+	Prefix    *string           `json:"prefix,omitempty"`
+	Pattern   *string           `json:"pattern,omitempty"`
+	PathUnder *string           `json:"path_under,omitempty"`
+	Command   [][]string        `json:"command,omitempty"`
+}
+
+// TestDoc is an inline example that must hold for the document to load.
+type TestDoc struct {
+	Name       string          `json:"name"`
+	Call       CallDoc         `json:"call"`
+	Expect     Effect          `json:"expect"`
+	Rule       json.RawMessage `json:"rule,omitempty"` // a rule id, or null for the default
+	ReasonCode string          `json:"reason_code,omitempty"`
+}
+
+// CallDoc is a tool call in the seed's tool_use shape:
+// {"type": "tool_use", "id", "name", "input"}; type and id are optional.
+type CallDoc struct {
+	Type  string          `json:"type,omitempty"`
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+	Cwd   string          `json:"cwd,omitempty"`
+}
+
+func (e Effect) valid() bool { return e == Deny || e == Ask || e == Allow }
+
+func (e Effect) String() string { return string(e) }
+
+// ParseEffect parses "allow", "ask" or "deny".
+func ParseEffect(s string) (Effect, error) {
+	if e := Effect(s); e.valid() {
+		return e, nil
+	}
+	return "", fmt.Errorf("unknown effect %q (want allow, ask or deny)", s)
+}

@@ -1,0 +1,244 @@
+package policy
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func mustParse(t testing.TB, doc string) *Policy {
+	t.Helper()
+	p, err := Parse("test.json", []byte(doc))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	return p
+}
+
+func seedPolicy(t testing.TB) *Policy {
+	t.Helper()
+	p, err := Load(filepath.Join("..", "examples", "policies", "seed.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func call(tool, input string) Call {
+	return Call{Tool: tool, Input: []byte(input), Cwd: "/project", Home: "/home/u"}
+}
+
+func TestSeedSemantics(t *testing.T) {
+	p := seedPolicy(t)
+	tests := []struct {
+		name   string
+		call   Call
+		effect Effect
+		rule   string
+		reason string
+	}{
+		{"the seed's example call", call("mcp__github__create_pull_request", `{"base":"main","head":"feat","title":"T"}`), Ask, "ask-pr-main", "protected_branch"},
+		{".env", call("Read", `{"file_path":".env"}`), Deny, "deny-env", "secret_file"},
+		{"./.env", call("Read", `{"file_path":"./.env"}`), Deny, "deny-env", "secret_file"},
+		{"sub/../.env", call("Read", `{"file_path":"sub/../.env"}`), Deny, "deny-env", "secret_file"},
+		{"absolute .env in the project", call("Read", `{"file_path":"/project/.env"}`), Deny, "deny-env", "secret_file"},
+		{"duplicate slashes", call("Read", `{"file_path":"/project//.env"}`), Deny, "deny-env", "secret_file"},
+		{".env of another project", call("Read", `{"file_path":"/other/.env"}`), Ask, "", "default"},
+		{"unnamed MCP tool", call("mcp__docs__search", `{"q":"x"}`), Ask, "", "default"},
+		{"feature base", call("mcp__github__create_pull_request", `{"base":"develop"}`), Allow, "allow-pr-feature", ""},
+		{"base missing", call("mcp__github__create_pull_request", `{"head":"x"}`), Ask, "", "default"},
+		{"base of another type", call("mcp__github__create_pull_request", `{"base":["main"]}`), Ask, "", "default"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := p.Decide(tt.call)
+			if d.Effect != tt.effect || d.RuleID != tt.rule || d.ReasonCode != tt.reason {
+				t.Errorf("got %s rule %q reason %q, want %s rule %q reason %q",
+					d.Effect, d.RuleID, d.ReasonCode, tt.effect, tt.rule, tt.reason)
+			}
+			if d.PolicyVersion != 1 || len(d.PolicySHA256) != 64 {
+				t.Errorf("decision lacks the policy's identity: %+v", d)
+			}
+		})
+	}
+}
+
+// TestUnconstrainedAllowReleasesMain demonstrates the seed's warning: an
+// allow rule with no input constraint lets base main through when no ask
+// rule catches it first.
+func TestUnconstrainedAllowReleasesMain(t *testing.T) {
+	p := mustParse(t, `{"version":1,"default":"ask","rules":[
+		{"id":"allow-prs","effect":"allow","tool":"mcp__github__create_pull_request"}]}`)
+	d := p.Decide(call("mcp__github__create_pull_request", `{"base":"main"}`))
+	if d.Effect != Allow || d.RuleID != "allow-prs" {
+		t.Fatalf("got %+v, want allow by allow-prs", d)
+	}
+	// With the seed's ask rule in the same document, ask wins over allow.
+	p = mustParse(t, `{"version":1,"default":"ask","rules":[
+		{"id":"allow-prs","effect":"allow","tool":"mcp__github__create_pull_request"},
+		{"id":"ask-pr-main","effect":"ask","tool":"mcp__github__create_pull_request","input":{"base":{"const":"main"}}}]}`)
+	if d := p.Decide(call("mcp__github__create_pull_request", `{"base":"main"}`)); d.RuleID != "ask-pr-main" {
+		t.Fatalf("got %+v, want ask by ask-pr-main", d)
+	}
+}
+
+func TestMatchOrder(t *testing.T) {
+	p := mustParse(t, `{"version":3,"default":"allow","rules":[
+		{"id":"allow-env-exactly","effect":"allow","tool":"Read","input":{"file_path":{"const":"/project/.env"}}},
+		{"id":"ask-all-reads","effect":"ask","tool":"Read"},
+		{"id":"deny-env","effect":"deny","tool":"Read","input":{"file_path":{"const":".env"}},"reason_code":"secret"},
+		{"id":"deny-first","effect":"deny","tool":"Bash","reason_code":"first"},
+		{"id":"deny-second","effect":"deny","tool":"W*","reason_code":"second"}]}`)
+	tests := []struct {
+		name, tool, input, rule string
+	}{
+		{"deny beats a more specific allow", "Read", `{"file_path":".env"}`, "deny-env"},
+		{"ask beats allow", "Read", `{"file_path":"a.go"}`, "ask-all-reads"},
+		{"earlier rule within an effect wins", "Bash", `{"command":"ls"}`, "deny-first"},
+		{"glob rule", "Write", `{}`, "deny-second"},
+	}
+	for _, tt := range tests {
+		if d := p.Decide(call(tt.tool, tt.input)); d.RuleID != tt.rule {
+			t.Errorf("%s: got rule %q, want %q", tt.name, d.RuleID, tt.rule)
+		}
+	}
+}
+
+func TestConditions(t *testing.T) {
+	p := mustParse(t, `{"version":1,"default":"deny","rules":[
+		{"id":"const-obj","effect":"allow","tool":"t1","input":{"options":{"const":{"force":false,"n":1}}}},
+		{"id":"nested","effect":"allow","tool":"t2","input":{"options.force":{"const":true}}},
+		{"id":"enum-num","effect":"allow","tool":"t3","input":{"n":{"enum":[1,2,"3"]}}},
+		{"id":"prefix","effect":"allow","tool":"t4","input":{"url":{"prefix":"https://docs.example.com/"}}},
+		{"id":"pattern","effect":"allow","tool":"t5","input":{"branch":{"pattern":"feat/[a-z-]+"}}},
+		{"id":"under","effect":"allow","tool":"t6","input":{"file_path":{"path_under":"src"}}},
+		{"id":"under-home","effect":"allow","tool":"t7","input":{"path":{"path_under":"~/notes"}}},
+		{"id":"both","effect":"allow","tool":"t8","input":{"file_path":{"path_under":".","pattern":".*\\.go"}}}]}`)
+	tests := []struct {
+		tool, input string
+		allow       bool
+	}{
+		{"t1", `{"options":{"n":1.0,"force":false}}`, true},
+		{"t1", `{"options":{"n":1,"force":false,"x":1}}`, false},
+		{"t2", `{"options":{"force":true}}`, true},
+		{"t2", `{"options":{"force":"true"}}`, false},
+		{"t3", `{"n":2}`, true},
+		{"t3", `{"n":"3"}`, true},
+		{"t3", `{"n":3}`, false},
+		{"t3", `{"n":"1"}`, false},
+		{"t4", `{"url":"https://docs.example.com/a"}`, true},
+		{"t4", `{"url":"https://docs.example.com.evil/a"}`, false},
+		{"t5", `{"branch":"feat/login"}`, true},
+		{"t5", `{"branch":"feat/login;rm"}`, false},
+		{"t5", `{"branch":"xfeat/login"}`, false},
+		{"t6", `{"file_path":"src/a/b.go"}`, true},
+		{"t6", `{"file_path":"/project/src"}`, true},
+		{"t6", `{"file_path":"src/../../etc/passwd"}`, false},
+		{"t6", `{"file_path":"srcx/a.go"}`, false},
+		{"t6", `{"file_path":"/project/src/../secrets"}`, false},
+		{"t6", `{"file_path":""}`, false},
+		{"t7", `{"path":"/home/u/notes/today.md"}`, true},
+		{"t7", `{"path":"~/notes/../.ssh/id_rsa"}`, false},
+		{"t8", `{"file_path":"main.go"}`, true},
+		{"t8", `{"file_path":"main.py"}`, false},
+		{"t8", `{"file_path":"../x.go"}`, false},
+	}
+	for _, tt := range tests {
+		d := p.Decide(call(tt.tool, tt.input))
+		if got := d.Effect == Allow; got != tt.allow {
+			t.Errorf("%s %s: allow = %v, want %v (%+v)", tt.tool, tt.input, got, tt.allow, d)
+		}
+	}
+}
+
+func TestInputThatIsNotAnObject(t *testing.T) {
+	p := mustParse(t, `{"version":1,"default":"allow","rules":[]}`)
+	for _, input := range []string{``, `[]`, `"x"`, `{"a":`, `{} {}`} {
+		if d := p.Decide(call("Bash", input)); d.Effect != Deny || d.ReasonCode != ReasonSchemaInvalid {
+			t.Errorf("input %q: got %+v, want deny schema_invalid", input, d)
+		}
+	}
+}
+
+func TestToolGlob(t *testing.T) {
+	tests := []struct {
+		pattern, name string
+		want          bool
+	}{
+		{"*", "Bash", true},
+		{"mcp__github__*", "mcp__github__create_pull_request", true},
+		{"mcp__github__*", "mcp__githubx__create", false},
+		{"mcp__*__search", "mcp__docs__search", true},
+		{"mcp__*__search", "mcp__docs__search_all", false},
+		{"a*a", "a", false},
+		{"a*a", "aa", true},
+		{"Bash", "Bash", true},
+		{"Bash", "bash", false},
+	}
+	for _, tt := range tests {
+		if got := matchTool(tt.pattern, tt.name); got != tt.want {
+			t.Errorf("matchTool(%q, %q) = %v, want %v", tt.pattern, tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestExplain(t *testing.T) {
+	p := seedPolicy(t)
+	d, traces := p.Explain(call("mcp__github__create_pull_request", `{"base":"main"}`))
+	if d.RuleID != "ask-pr-main" {
+		t.Fatalf("decision %+v", d)
+	}
+	want := []struct {
+		id      string
+		matched bool
+		why     string
+	}{
+		{"deny-env", false, "does not match"},
+		{"ask-pr-main", true, "every input condition match"},
+		{"allow-pr-feature", false, "not evaluated"},
+	}
+	if len(traces) != len(want) {
+		t.Fatalf("got %d traces, want %d: %+v", len(traces), len(want), traces)
+	}
+	for i, w := range want {
+		tr := traces[i]
+		if tr.RuleID != w.id || tr.Matched != w.matched || !strings.Contains(tr.Why, w.why) {
+			t.Errorf("trace %d = %+v, want %s matched=%v why~%q", i, tr, w.id, w.matched, w.why)
+		}
+	}
+	_, traces = p.Explain(call("mcp__github__create_pull_request", `{"base":"dev"}`))
+	if !strings.Contains(traces[1].Why, `"dev"`) {
+		t.Errorf("a miss should show the value: %q", traces[1].Why)
+	}
+}
+
+func TestExamplePoliciesLoad(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "examples", "policies", "*.json"))
+	if err != nil || len(files) < 3 {
+		t.Fatalf("want at least 3 example policies, got %v (%v)", files, err)
+	}
+	for _, f := range files {
+		p, err := Load(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if len(p.Document().Tests) == 0 {
+			t.Errorf("%s has no inline tests", f)
+		}
+	}
+}
+
+func TestDocumentSchemaIsValidJSON(t *testing.T) {
+	var v map[string]any
+	if err := json.Unmarshal(DocumentSchema(), &v); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("schema.json"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

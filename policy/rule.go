@@ -1,0 +1,170 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// rule is a compiled rule.
+type rule struct {
+	id         string
+	effect     Effect
+	tool       string
+	reasonCode string
+	message    string
+	conds      []*condition // sorted by key, so that explanations are stable
+}
+
+// condition is every operator on one input key; all must hold.
+type condition struct {
+	key      string // gjson path into the tool input
+	pathKey  bool   // the key names a file system path: compare normalized
+	ops      []operator
+	describe string
+}
+
+// operator is one test of a value. match must treat a value it cannot
+// decide according to the rule's effect (see unknownMatches).
+type operator interface {
+	match(v gjson.Result, ev *evalCtx) bool
+}
+
+// evalCtx carries what one evaluation computes once and shares between rules.
+type evalCtx struct {
+	call    Call
+	scripts map[string]*script
+}
+
+func (r *rule) match(ev *evalCtx, explain bool) (bool, string) {
+	for _, c := range r.conds {
+		v := gjson.GetBytes(ev.call.Input, c.key)
+		for _, op := range c.ops {
+			if op.match(v, ev) {
+				continue
+			}
+			if !explain {
+				return false, ""
+			}
+			if !v.Exists() {
+				return false, fmt.Sprintf("input.%s is missing (wanted %s)", c.key, c.describe)
+			}
+			return false, fmt.Sprintf("input.%s = %s does not satisfy %s", c.key, clip(v.Raw, 80), c.describe)
+		}
+	}
+	if !explain {
+		return true, ""
+	}
+	if len(r.conds) == 0 {
+		return true, "tool matches and the rule has no input conditions"
+	}
+	return true, "tool and every input condition match"
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func (l *loader) compileRules(docs []RuleDoc) []*rule {
+	seen := map[string]int{}
+	var rules []*rule
+	for i, d := range docs {
+		ptr := fmt.Sprintf("/rules/%d", i)
+		if j, dup := seen[d.ID]; dup {
+			l.add(ptr+"/id", d.ID, fmt.Sprintf("duplicate rule id (first used by rule %d)", j+1))
+			continue
+		}
+		seen[d.ID] = i
+		r := &rule{id: d.ID, effect: d.Effect, tool: d.Tool, reasonCode: d.ReasonCode, message: d.Message}
+		keys := make([]string, 0, len(d.Input))
+		for k := range d.Input {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			c, err := compileCondition(k, d.Input[k], d.Effect)
+			if err != nil {
+				l.add(ptr+"/input/"+escapePointer(k), d.ID, fmt.Sprintf("input %q: %v", k, err))
+				continue
+			}
+			r.conds = append(r.conds, c)
+		}
+		rules = append(rules, r)
+	}
+	return rules
+}
+
+func compileCondition(key string, d ConditionDoc, effect Effect) (*condition, error) {
+	if key == "" {
+		return nil, fmt.Errorf("empty input key")
+	}
+	c := &condition{key: key, pathKey: isPathKey(key)}
+	var desc []string
+	if d.Const != nil {
+		op, err := newEqual([]json.RawMessage{d.Const}, c.pathKey)
+		if err != nil {
+			return nil, fmt.Errorf("const: %w", err)
+		}
+		c.ops = append(c.ops, op)
+		desc = append(desc, "const "+string(d.Const))
+	}
+	if d.Enum != nil {
+		op, err := newEqual(d.Enum, c.pathKey)
+		if err != nil {
+			return nil, fmt.Errorf("enum: %w", err)
+		}
+		c.ops = append(c.ops, op)
+		desc = append(desc, fmt.Sprintf("enum of %d values", len(d.Enum)))
+	}
+	if d.Prefix != nil {
+		c.ops = append(c.ops, prefixOp(*d.Prefix))
+		desc = append(desc, fmt.Sprintf("prefix %q", *d.Prefix))
+	}
+	if d.Pattern != nil {
+		re, err := regexp.Compile(`^(?:` + *d.Pattern + `)$`)
+		if err != nil {
+			return nil, fmt.Errorf("pattern does not compile (RE2 syntax): %v", err)
+		}
+		c.ops = append(c.ops, patternOp{re})
+		desc = append(desc, fmt.Sprintf("pattern %q", *d.Pattern))
+	}
+	if d.PathUnder != nil {
+		c.ops = append(c.ops, pathUnderOp(*d.PathUnder))
+		desc = append(desc, fmt.Sprintf("path_under %q", *d.PathUnder))
+	}
+	if d.Command != nil {
+		c.ops = append(c.ops, commandOp{prefixes: d.Command, effect: effect})
+		desc = append(desc, fmt.Sprintf("command %s", describePrefixes(d.Command)))
+	}
+	if len(c.ops) == 0 {
+		return nil, fmt.Errorf("condition has no operator")
+	}
+	c.describe = strings.Join(desc, " and ")
+	return c, nil
+}
+
+func describePrefixes(prefixes [][]string) string {
+	parts := make([]string, len(prefixes))
+	for i, p := range prefixes {
+		parts[i] = strings.Join(p, " ")
+	}
+	return "[" + strings.Join(parts, " | ") + "]"
+}
+
+// isPathKey reports whether an input key names a file system path, by the
+// convention of Claude Code's tools: "path" or anything ending in "_path"
+// (file_path, notebook_path).
+func isPathKey(key string) bool {
+	last := key
+	if i := strings.LastIndexByte(key, '.'); i >= 0 {
+		last = key[i+1:]
+	}
+	return last == "path" || strings.HasSuffix(last, "_path")
+}
