@@ -35,7 +35,7 @@ func (op commandOp) match(v gjson.Result, ev *evalCtx) bool {
 		return true
 	}
 	for _, cmd := range s.commands {
-		for _, argv := range cmd.candidates() {
+		for _, argv := range cmd.cands {
 			if matchPrefixes(op.prefixes, argv, true) {
 				return true
 			}
@@ -92,7 +92,8 @@ type script struct {
 // simpleCommand is one command the shell would run.
 type simpleCommand struct {
 	argv    []word
-	assigns bool // VAR=value before the command, or a bare assignment
+	assigns bool     // VAR=value before the command, or a bare assignment
+	cands   [][]word // candidates(), computed once
 }
 
 // word is a shell word after quote removal, when its value is static.
@@ -144,6 +145,7 @@ func (s *script) add(src string, depth int) {
 			s.addCall(n, depth)
 		case *syntax.DeclClause:
 			cmd := simpleCommand{argv: []word{{n.Variant.Value, true}}, assigns: true}
+			cmd.cands = cmd.candidates()
 			s.commands = append(s.commands, cmd)
 		}
 		return true
@@ -155,8 +157,9 @@ func (s *script) addCall(call *syntax.CallExpr, depth int) {
 	for _, w := range call.Args {
 		cmd.argv = append(cmd.argv, literal(w))
 	}
+	cmd.cands = cmd.candidates()
 	s.commands = append(s.commands, cmd)
-	for _, argv := range cmd.candidates() {
+	for _, argv := range cmd.cands {
 		if nested, ok := nestedScript(argv); ok {
 			if !nested.known {
 				s.parsed = false
@@ -165,7 +168,9 @@ func (s *script) addCall(call *syntax.CallExpr, depth int) {
 			s.add(nested.s, depth+1)
 		}
 		if inner := findExec(argv); inner != nil {
-			s.commands = append(s.commands, simpleCommand{argv: inner})
+			found := simpleCommand{argv: inner}
+			found.cands = found.candidates()
+			s.commands = append(s.commands, found)
 		}
 	}
 }

@@ -85,3 +85,28 @@ func ParseEffect(s string) (Effect, error) {
 	}
 	return "", fmt.Errorf("unknown effect %q (want allow, ask or deny)", s)
 }
+
+// ParseCall reads one tool call as a person pastes it: the seed's tool_use
+// block {"type":"tool_use","id","name","input"}, the short {"name","input"},
+// or a Claude Code hook event {"tool_name","tool_input","cwd"}.
+func ParseCall(data []byte) (CallDoc, error) {
+	var raw struct {
+		CallDoc
+		ToolName  string          `json:"tool_name"`
+		ToolInput json.RawMessage `json:"tool_input"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return CallDoc{}, fmt.Errorf("call is not JSON: %w", err)
+	}
+	c := raw.CallDoc
+	if c.Name == "" {
+		c.Name, c.Input = raw.ToolName, raw.ToolInput
+	}
+	if c.Name == "" {
+		return CallDoc{}, fmt.Errorf(`call has no tool name: want {"name": "...", "input": {...}}`)
+	}
+	if c.Input == nil {
+		return CallDoc{}, fmt.Errorf("call to %s has no input object", c.Name)
+	}
+	return c, nil
+}

@@ -15,6 +15,8 @@ type LoadError struct {
 	Col    int
 	RuleID string
 	Msg    string
+
+	ptr string // JSON pointer of the problem, for deduplication
 }
 
 func (e *LoadError) Error() string {

@@ -63,14 +63,16 @@ func (l *loader) load() *Policy {
 		return nil
 	}
 	l.pos = pos
-	if !l.validateDocument() {
-		return nil
-	}
+	valid := l.validateDocument()
 	var doc Document
 	dec := json.NewDecoder(bytes.NewReader(l.data))
-	dec.DisallowUnknownFields()
+	if valid {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(&doc); err != nil {
-		l.add("", "", err.Error())
+		if valid {
+			l.add("", "", err.Error())
+		}
 		return nil
 	}
 	sum := sha256.Sum256(l.data)
@@ -80,6 +82,9 @@ func (l *loader) load() *Policy {
 		SHA256:  hex.EncodeToString(sum[:]),
 		doc:     doc,
 	}
+	// Rules and schemas compile even when the document failed its schema,
+	// so that one pass reports every problem; a rule the schema rejected
+	// is skipped here.
 	p.rules = l.compileRules(doc.Rules)
 	p.schemas = l.compileSchemas(doc.Schemas)
 	p.index()
@@ -104,7 +109,7 @@ func (l *loader) syntaxError(err error) {
 
 // add records a problem at the JSON pointer ptr ("" for the whole document).
 func (l *loader) add(ptr, ruleID, msg string) {
-	e := &LoadError{File: l.name, RuleID: ruleID, Msg: msg}
+	e := &LoadError{File: l.name, RuleID: ruleID, Msg: msg, ptr: ptr}
 	if off, ok := l.pos[ptr]; ok {
 		e.Line, e.Col = lineCol(l.data, off)
 	}
@@ -112,6 +117,16 @@ func (l *loader) add(ptr, ruleID, msg string) {
 		e.RuleID = l.ruleAt(ptr)
 	}
 	l.errs = append(l.errs, e)
+}
+
+// reported reports whether a problem was already found at ptr or inside it.
+func (l *loader) reported(ptr string) bool {
+	for _, e := range l.errs {
+		if e.ptr == ptr || strings.HasPrefix(e.ptr, ptr+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // ruleAt names the rule that a pointer such as /rules/3/input lies in.

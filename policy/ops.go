@@ -49,7 +49,7 @@ func (op equalOp) match(v gjson.Result, ev *evalCtx) bool {
 			if !ok {
 				continue
 			}
-			if s == v.Str || op.pathKey && normalizePath(s, ev.call) == normalizePath(v.Str, ev.call) {
+			if s == v.Str || op.pathKey && ev.normalize(s) == ev.normalize(v.Str) {
 				return true
 			}
 		}
@@ -121,13 +121,38 @@ func (op patternOp) match(v gjson.Result, _ *evalCtx) bool {
 
 // pathUnderOp matches a path that, normalized, is the directory or lies
 // under it. The comparison is lexical: symbolic links are not resolved.
-type pathUnderOp string
+type pathUnderOp struct {
+	dir string // as written
+	rel string // the cleaned directory when it is relative to the working directory and stays inside it
+}
+
+func newPathUnder(dir string) pathUnderOp {
+	op := pathUnderOp{dir: dir}
+	if clean := path.Clean(dir); !strings.HasPrefix(dir, "/") && !strings.HasPrefix(dir, "~") &&
+		clean != ".." && !strings.HasPrefix(clean, "../") {
+		op.rel = clean
+	}
+	return op
+}
 
 func (op pathUnderOp) match(v gjson.Result, ev *evalCtx) bool {
 	if v.Type != gjson.String || v.Str == "" {
 		return false
 	}
-	return pathUnder(normalizePath(v.Str, ev.call), normalizePath(string(op), ev.call))
+	p := ev.normalize(v.Str)
+	if op.rel != "" && ev.call.Cwd != "" {
+		// The common case, a directory of the project: compare in place.
+		cwd := path.Clean(ev.call.Cwd)
+		if op.rel == "." {
+			return pathUnder(p, cwd)
+		}
+		rest, ok := strings.CutPrefix(p, cwd)
+		if cwd != "/" {
+			rest, ok = strings.CutPrefix(rest, "/")
+		}
+		return ok && pathUnder(rest, op.rel)
+	}
+	return pathUnder(p, ev.normalize(op.dir))
 }
 
 func pathUnder(p, dir string) bool {

@@ -16,8 +16,36 @@ type Policy struct {
 
 	doc     Document
 	rules   []*rule
-	byOrder [3][]*rule // deny, ask, allow; each in file order
+	byOrder [3]ruleIndex // deny, ask, allow
 	schemas *SchemaSet
+}
+
+// ruleIndex holds the rules of one effect: by exact tool name, and the ones
+// whose tool is a glob. Each list is in file order.
+type ruleIndex struct {
+	exact map[string][]*rule
+	globs []*rule
+	all   []*rule
+}
+
+// candidates calls fn with every rule of the index that may apply to tool,
+// in file order, until fn returns false.
+func (ix *ruleIndex) candidates(tool string, fn func(*rule) bool) {
+	exact, globs := ix.exact[tool], ix.globs
+	for len(exact) > 0 || len(globs) > 0 {
+		var r *rule
+		if len(globs) == 0 || len(exact) > 0 && exact[0].pos < globs[0].pos {
+			r, exact = exact[0], exact[1:]
+		} else {
+			r, globs = globs[0], globs[1:]
+			if !r.glob.match(tool) {
+				continue
+			}
+		}
+		if !fn(r) {
+			return
+		}
+	}
 }
 
 // Call is one tool call to decide.
@@ -72,43 +100,49 @@ func (p *Policy) evaluate(c Call, traces *[]Trace) (Decision, bool) {
 	if !gjson.ValidBytes(c.Input) || !gjson.ParseBytes(c.Input).IsObject() {
 		return p.decision(Deny, "", ReasonSchemaInvalid, ""), false
 	}
-	ev := &evalCtx{call: c}
-	for _, rules := range p.byOrder {
-		for _, r := range rules {
-			if !matchTool(r.tool, c.Tool) {
-				if traces != nil {
-					*traces = append(*traces, Trace{r.id, r.effect, false, fmt.Sprintf("tool %q does not match %q", c.Tool, r.tool)})
-				}
-				continue
+	ev := &evalCtx{call: c, input: string(c.Input)}
+	if traces != nil {
+		return p.explain(ev, traces)
+	}
+	var decided *rule
+	for i := range p.byOrder {
+		p.byOrder[i].candidates(c.Tool, func(r *rule) bool {
+			if ok, _ := r.match(ev, false); ok {
+				decided = r
 			}
-			ok, why := r.match(ev, traces != nil)
-			if traces != nil {
-				*traces = append(*traces, Trace{r.id, r.effect, ok, why})
-			}
-			if ok && traces == nil {
-				return p.decision(r.effect, r.id, r.reasonCode, r.message), true
-			}
-			if ok {
-				d := p.decision(r.effect, r.id, r.reasonCode, r.message)
-				p.traceRest(r, traces)
-				return d, true
-			}
+			return decided == nil
+		})
+		if decided != nil {
+			return p.decision(decided.effect, decided.id, decided.reasonCode, decided.message), true
 		}
 	}
 	return p.decision(p.Default, "", ReasonDefault, ""), false
 }
 
-// traceRest marks every rule after the deciding one as not evaluated.
-func (p *Policy) traceRest(decided *rule, traces *[]Trace) {
-	after := false
-	for _, rules := range p.byOrder {
-		for _, r := range rules {
-			if after {
-				*traces = append(*traces, Trace{r.id, r.effect, false, "not evaluated: rule " + decided.id + " decided"})
+// explain evaluates every rule in order, saying why each matched or missed.
+func (p *Policy) explain(ev *evalCtx, traces *[]Trace) (Decision, bool) {
+	var decided *rule
+	for i := range p.byOrder {
+		for _, r := range p.byOrder[i].all {
+			t := Trace{RuleID: r.id, Effect: r.effect}
+			switch {
+			case decided != nil:
+				t.Why = "not evaluated: rule " + decided.id + " decided"
+			case !r.glob.match(ev.call.Tool):
+				t.Why = fmt.Sprintf("tool %q does not match %q", ev.call.Tool, r.tool)
+			default:
+				t.Matched, t.Why = r.match(ev, true)
+				if t.Matched {
+					decided = r
+				}
 			}
-			after = after || r == decided
+			*traces = append(*traces, t)
 		}
 	}
+	if decided == nil {
+		return p.decision(p.Default, "", ReasonDefault, ""), false
+	}
+	return p.decision(decided.effect, decided.id, decided.reasonCode, decided.message), true
 }
 
 func (p *Policy) decision(e Effect, ruleID, reason, msg string) Decision {
@@ -117,31 +151,57 @@ func (p *Policy) decision(e Effect, ruleID, reason, msg string) Decision {
 }
 
 func (p *Policy) index() {
-	for _, r := range p.rules {
-		switch r.effect {
-		case Deny:
-			p.byOrder[0] = append(p.byOrder[0], r)
-		case Ask:
-			p.byOrder[1] = append(p.byOrder[1], r)
-		case Allow:
-			p.byOrder[2] = append(p.byOrder[2], r)
+	for i, r := range p.rules {
+		r.pos = i
+		r.glob = newToolGlob(r.tool)
+		ix := &p.byOrder[effectOrder(r.effect)]
+		ix.all = append(ix.all, r)
+		if strings.Contains(r.tool, "*") {
+			ix.globs = append(ix.globs, r)
+			continue
 		}
+		if ix.exact == nil {
+			ix.exact = map[string][]*rule{}
+		}
+		ix.exact[r.tool] = append(ix.exact[r.tool], r)
 	}
 }
 
-// matchTool matches a tool name against an exact name or a glob in which
-// * stands for any run of characters, including none.
-func matchTool(pattern, name string) bool {
-	if !strings.Contains(pattern, "*") {
-		return pattern == name
+func effectOrder(e Effect) int {
+	switch e {
+	case Deny:
+		return 0
+	case Ask:
+		return 1
 	}
-	parts := strings.Split(pattern, "*")
-	if !strings.HasPrefix(name, parts[0]) {
+	return 2
+}
+
+// toolGlob is a tool name pattern: an exact name, or a glob in which *
+// stands for any run of characters, including none.
+type toolGlob struct {
+	pattern string
+	parts   []string // the pattern split at '*'; nil for an exact name
+}
+
+func newToolGlob(pattern string) toolGlob {
+	g := toolGlob{pattern: pattern}
+	if strings.Contains(pattern, "*") {
+		g.parts = strings.Split(pattern, "*")
+	}
+	return g
+}
+
+func (g toolGlob) match(name string) bool {
+	if g.parts == nil {
+		return g.pattern == name
+	}
+	first, last := g.parts[0], g.parts[len(g.parts)-1]
+	if !strings.HasPrefix(name, first) {
 		return false
 	}
-	name = name[len(parts[0]):]
-	last := parts[len(parts)-1]
-	for _, part := range parts[1 : len(parts)-1] {
+	name = name[len(first):]
+	for _, part := range g.parts[1 : len(g.parts)-1] {
 		i := strings.Index(name, part)
 		if i < 0 {
 			return false
@@ -150,3 +210,6 @@ func matchTool(pattern, name string) bool {
 	}
 	return strings.HasSuffix(name, last)
 }
+
+// matchTool matches a tool name against an exact name or a glob.
+func matchTool(pattern, name string) bool { return newToolGlob(pattern).match(name) }

@@ -13,8 +13,10 @@ import (
 // rule is a compiled rule.
 type rule struct {
 	id         string
+	pos        int // place in the file
 	effect     Effect
 	tool       string
+	glob       toolGlob
 	reasonCode string
 	message    string
 	conds      []*condition // sorted by key, so that explanations are stable
@@ -37,12 +39,45 @@ type operator interface {
 // evalCtx carries what one evaluation computes once and shares between rules.
 type evalCtx struct {
 	call    Call
+	input   string // call.Input as a string, for gjson
 	scripts map[string]*script
+	paths   map[string]string // normalized paths
+	values  []keyValue        // input values looked up so far
+}
+
+type keyValue struct {
+	key string
+	val gjson.Result
+}
+
+// get looks a gjson path up in the input, once per evaluation.
+func (ev *evalCtx) get(key string) gjson.Result {
+	for _, kv := range ev.values {
+		if kv.key == key {
+			return kv.val
+		}
+	}
+	v := gjson.Get(ev.input, key)
+	ev.values = append(ev.values, keyValue{key, v})
+	return v
+}
+
+// normalize is normalizePath, computed once per path and evaluation.
+func (ev *evalCtx) normalize(p string) string {
+	if n, ok := ev.paths[p]; ok {
+		return n
+	}
+	if ev.paths == nil {
+		ev.paths = map[string]string{}
+	}
+	n := normalizePath(p, ev.call)
+	ev.paths[p] = n
+	return n
 }
 
 func (r *rule) match(ev *evalCtx, explain bool) (bool, string) {
 	for _, c := range r.conds {
-		v := gjson.GetBytes(ev.call.Input, c.key)
+		v := ev.get(c.key)
 		for _, op := range c.ops {
 			if op.match(v, ev) {
 				continue
@@ -77,6 +112,9 @@ func (l *loader) compileRules(docs []RuleDoc) []*rule {
 	var rules []*rule
 	for i, d := range docs {
 		ptr := fmt.Sprintf("/rules/%d", i)
+		if l.reported(ptr) {
+			continue
+		}
 		if j, dup := seen[d.ID]; dup {
 			l.add(ptr+"/id", d.ID, fmt.Sprintf("duplicate rule id (first used by rule %d)", j+1))
 			continue
@@ -136,7 +174,7 @@ func compileCondition(key string, d ConditionDoc, effect Effect) (*condition, er
 		desc = append(desc, fmt.Sprintf("pattern %q", *d.Pattern))
 	}
 	if d.PathUnder != nil {
-		c.ops = append(c.ops, pathUnderOp(*d.PathUnder))
+		c.ops = append(c.ops, newPathUnder(*d.PathUnder))
 		desc = append(desc, fmt.Sprintf("path_under %q", *d.PathUnder))
 	}
 	if d.Command != nil {

@@ -81,9 +81,13 @@ func (p *Policy) Validate(tool string, input []byte, discovered *SchemaSet) erro
 func (l *loader) compileSchemas(schemas map[string]json.RawMessage) *SchemaSet {
 	set := &SchemaSet{byTool: map[string]*jsonschema.Schema{}}
 	for _, tool := range sortedKeys(schemas) {
+		ptr := "/schemas/" + escapePointer(tool)
+		if l.reported(ptr) {
+			continue
+		}
 		s, err := compileSchema(tool, schemas[tool])
 		if err != nil {
-			l.add("/schemas/"+escapePointer(tool), "", fmt.Sprintf("schema for %s does not compile: %v", tool, err))
+			l.add(ptr, "", fmt.Sprintf("schema for %s does not compile: %v", tool, err))
 			continue
 		}
 		set.byTool[tool] = s

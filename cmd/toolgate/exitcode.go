@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/toolgate/toolgate/policy"
+)
+
+// Exit codes follow sysexits(3). This is the only place errors become exit
+// codes; the table is repeated in the README and in toolgate --help.
+const (
+	exitOK          = 0
+	exitFailure     = 1  // anything not listed below
+	exitUsage       = 64 // EX_USAGE: bad command line
+	exitDataErr     = 65 // EX_DATAERR: bad input data (a --call that is not a tool call)
+	exitNoInput     = 66 // EX_NOINPUT: a named file does not exist or cannot be read
+	exitUnavailable = 69 // EX_UNAVAILABLE: the gate (daemon or ledger) is unavailable
+	exitTempFail    = 75 // EX_TEMPFAIL: an approval expired; retry later
+	exitNoPerm      = 77 // EX_NOPERM: a call was denied
+	exitConfig      = 78 // EX_CONFIG: the policy document is invalid
+	exitInterrupted = 130
+)
+
+const exitStatusHelp = `EXIT STATUS
+   0    success
+   1    an unexpected error
+   64   bad command line (EX_USAGE)
+   65   bad input data, such as a --call that is not a tool call (EX_DATAERR)
+   66   a named file does not exist or cannot be read (EX_NOINPUT)
+   69   the gate could not start: daemon or ledger unavailable (EX_UNAVAILABLE)
+   75   an approval expired before anyone decided: retry later (EX_TEMPFAIL)
+   77   a call was denied by policy, a person or a schema (EX_NOPERM)
+   78   the policy document is invalid (EX_CONFIG)
+   130  interrupted`
+
+// usageError is a bad command line.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// dataError is input data that cannot be used.
+type dataError struct{ err error }
+
+func (e *dataError) Error() string { return e.err.Error() }
+func (e *dataError) Unwrap() error { return e.err }
+
+// exitStatus is an error that already carries its exit code and whose
+// message, if any, has already been shown.
+type exitStatus struct{ code int }
+
+func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// exitCode prints err (unless it was already shown) and picks the exit code.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	var status *exitStatus
+	if errors.As(err, &status) {
+		return status.code
+	}
+	fmt.Fprintf(stderr, "toolgate: %v\n", err)
+	var usage *usageError
+	var data *dataError
+	switch {
+	case errors.As(err, &usage):
+		fmt.Fprintln(stderr, "Try: toolgate --help")
+		return exitUsage
+	case policy.IsInvalid(err):
+		return exitConfig
+	case errors.As(err, &data):
+		return exitDataErr
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
+		return exitNoInput
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted
+	default:
+		return exitFailure
+	}
+}

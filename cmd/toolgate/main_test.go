@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// run runs the CLI as main does and returns the exit code and output.
+func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	app := newApp(strings.NewReader(stdin), &out, &errOut)
+	argv := interspersed(app, append([]string{"toolgate"}, args...))
+	err := app.Run(argv)
+	code = exitCode(err, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+const seed = "../../examples/policies/seed.json"
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestPolicyCheck(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/policies/*.json")
+	if code, out, errOut := run(t, "", append([]string{"policy", "check"}, files...)...); code != 0 || out != "" || errOut != "" {
+		t.Fatalf("valid examples: code %d, stdout %q, stderr %q (want 0 and quiet)", code, out, errOut)
+	}
+	bad := writeFile(t, "bad.json", "{\"version\":1,\"default\":\"ask\",\"rules\":[\n"+
+		`{"id":"r1","effect":"ask","tool":"A","input":{"k":{"pattern":"("}}},`+"\n"+
+		`{"id":"r1","effect":"nope","tool":"B"}]}`)
+	code, _, errOut := run(t, "", "policy", "check", seed, bad)
+	if code != exitConfig {
+		t.Fatalf("invalid policy: code %d, want %d", code, exitConfig)
+	}
+	for _, want := range []string{"bad.json:2:", `rule "r1": input "k": pattern does not compile`, "bad.json:3:", "effect"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	code, out, _ := run(t, "", "policy", "check", "--json", bad)
+	var report checkReport
+	if err := json.Unmarshal([]byte(out), &report); err != nil || code != exitConfig {
+		t.Fatalf("--json: code %d, %v: %s", code, err, out)
+	}
+	if report.SchemaVersion != 1 || report.Valid || len(report.Files[0].Errors) == 0 {
+		t.Errorf("report: %+v", report)
+	}
+	if code, _, _ := run(t, "", "policy", "check", filepath.Join(t.TempDir(), "missing.json")); code != exitNoInput {
+		t.Errorf("missing file: code %d, want %d", code, exitNoInput)
+	}
+}
+
+func TestPolicyTest(t *testing.T) {
+	seedCall := `{"type":"tool_use","id":"toolu_01A","name":"mcp__github__create_pull_request","input":{"base":"main","head":"x","title":"T"}}`
+	code, out, _ := run(t, "", "policy", "test", seed, "--call", seedCall, "--json")
+	var d decisionJSON
+	if err := json.Unmarshal([]byte(out), &d); err != nil || code != 0 {
+		t.Fatalf("code %d, %v: %s", code, err, out)
+	}
+	if d.Effect != "ask" || d.RuleID == nil || *d.RuleID != "ask-pr-main" || d.ToolUseID != "toolu_01A" || d.SchemaVersion != 1 {
+		t.Errorf("decision %+v", d)
+	}
+	code, out, _ = run(t, `{"name":"Read","input":{"file_path":"./.env"}}`, "policy", "test", "--cwd", "/p", seed, "--call", "-")
+	if code != 0 || !strings.HasPrefix(out, `deny by rule "deny-env" (reason_code secret_file`) {
+		t.Errorf("stdin call: code %d, %q", code, out)
+	}
+	code, out, _ = run(t, "", "policy", "test", seed, "--json", "--call", `{"name":"mcp__x__y","input":{}}`)
+	if !strings.Contains(out, `"rule_id": null`) || !strings.Contains(out, `"reason_code": "default"`) || code != 0 {
+		t.Errorf("default decision: %s", out)
+	}
+	if code, _, errOut := run(t, "", "policy", "test", seed, "--call", `{"input":{}}`); code != exitDataErr || !strings.Contains(errOut, "no tool name") {
+		t.Errorf("bad call: code %d, %q", code, errOut)
+	}
+	if code, _, _ := run(t, "", "policy", "test", seed); code != exitUsage {
+		t.Errorf("missing --call: code %d", code)
+	}
+}
+
+func TestPolicyTestSchemaInvalid(t *testing.T) {
+	p := writeFile(t, "p.json", `{"version":2,"default":"allow","rules":[],
+		"schemas":{"mcp__gh__pr":{"type":"object","required":["base"],"properties":{"base":{"type":"string"}}}}}`)
+	code, out, _ := run(t, "", "policy", "test", p, "--json", "--call", `{"name":"mcp__gh__pr","input":{"base":7}}`)
+	var d decisionJSON
+	if err := json.Unmarshal([]byte(out), &d); err != nil || code != 0 {
+		t.Fatalf("code %d %v %s", code, err, out)
+	}
+	if d.Effect != "deny" || d.ReasonCode != "schema_invalid" || d.Source != "schema" || d.SchemaPointer == nil || *d.SchemaPointer != "/base" {
+		t.Errorf("decision %+v", d)
+	}
+}
+
+func TestPolicyExplain(t *testing.T) {
+	code, out, _ := run(t, "", "policy", "explain", seed, "--call", `{"name":"mcp__github__create_pull_request","input":{"base":"dev"}}`)
+	if code != 0 {
+		t.Fatalf("code %d", code)
+	}
+	for _, want := range []string{"deny-env", "ask-pr-main", `input.base = "dev" does not satisfy const "main"`, "allow-pr-feature", "the default ask applies"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestPolicyExportSettings(t *testing.T) {
+	code, out, errOut := run(t, "", "policy", "export-settings", "../../examples/policies/developer-laptop.json")
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, errOut)
+	}
+	var s settingsJSON
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	has := func(list []string, v string) bool {
+		for _, x := range list {
+			if x == v {
+				return true
+			}
+		}
+		return false
+	}
+	if !has(s.Permissions.Deny, "Bash(rm -rf *)") || !has(s.Permissions.Ask, "Bash(git push *)") ||
+		!has(s.Permissions.Allow, "Read(./**)") || !has(s.Permissions.Ask, "mcp__github__*") {
+		t.Errorf("permissions: %+v", s.Permissions)
+	}
+	if !strings.Contains(errOut, `not projected: rule "deny-env"`) {
+		t.Errorf("stderr should list what was not projected: %q", errOut)
+	}
+	code, out, _ = run(t, "", "policy", "export-settings", seed)
+	if code != 0 || !strings.Contains(out, `"Read(./.env)"`) {
+		t.Errorf("seed projection: %s", out)
+	}
+}
+
+func TestPolicySchema(t *testing.T) {
+	code, out, _ := run(t, "", "policy", "schema")
+	var v map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v["title"] != "toolgate policy document" {
+		t.Errorf("code %d: %.80s", code, out)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{"nosuch"}, {"policy", "nosuch"}, {"policy", "test", "--bogus"}, {"policy", "check"}} {
+		if code, _, errOut := run(t, "", args...); code != exitUsage || !strings.Contains(errOut, "Try:") {
+			t.Errorf("%v: code %d, stderr %q; want %d with a hint", args, code, errOut, exitUsage)
+		}
+	}
+}
+
+func TestEveryCommandDocumentsExitStatus(t *testing.T) {
+	app := newApp(nil, nil, nil)
+	var walk func(prefix string, cmds []*cli.Command)
+	walk = func(prefix string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			if !strings.Contains(c.Description, "EXIT STATUS") || !strings.Contains(c.Description, "EXAMPLES") {
+				t.Errorf("%s%s: help lacks EXAMPLES or EXIT STATUS", prefix, c.Name)
+			}
+			walk(prefix+c.Name+" ", c.Subcommands)
+		}
+	}
+	walk("", app.Commands)
+}

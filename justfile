@@ -1,0 +1,22 @@
+# toolgate's everyday recipes. `just --list` shows them.
+
+# the whole test suite, as CI runs it
+test *flags:
+    ./scripts/test {{flags}}
+
+# formatting and vet
+lint:
+    test -z "$(gofmt -l .)" || (gofmt -l . && exit 1)
+    go vet ./...
+
+# benchmarks, each beside its floor measured in the same run
+bench:
+    go test -run '^$' -bench . -benchmem ./...
+
+# run a fuzz target for a while, e.g. `just fuzz FuzzCommand 5m`
+fuzz target time="1m":
+    go test ./policy -run '^$' -fuzz '^{{target}}$' -fuzztime {{time}}
+
+# build both binaries into ./bin
+build:
+    go build -o bin/ ./cmd/...
