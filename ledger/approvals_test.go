@@ -1,0 +1,224 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+func ask(t testing.TB, l *Ledger, id string, timeout time.Duration) Approval {
+	t.Helper()
+	propose(t, l, id, `{"command":"git push origin main"}`)
+	a, existed, err := l.CreateApproval(ctx, ApprovalRequest{ToolUseID: id, MatchedRule: "ask-push", PolicyVersion: 3, Timeout: timeout})
+	if err != nil || existed {
+		t.Fatalf("create approval: %v existed=%v", err, existed)
+	}
+	return a
+}
+
+func TestApprovalLifecycle(t *testing.T) {
+	c := newClock()
+	l, _ := openTest(t, c)
+	a := ask(t, l, "toolu_1", 15*time.Minute)
+	if a.Status != StatusPending || !a.ExpiresAt.Equal(c.Now().Add(15*time.Minute)) || *a.MatchedRule != "ask-push" {
+		t.Fatalf("record %+v", a)
+	}
+	// Asking again for the same call returns the same record.
+	again, existed, err := l.CreateApproval(ctx, ApprovalRequest{ToolUseID: "toolu_1", Timeout: time.Hour})
+	if err != nil || !existed || again.ID != a.ID || !again.ExpiresAt.Equal(a.ExpiresAt) {
+		t.Fatalf("second ask: %+v %v %v", again, existed, err)
+	}
+	if p, _ := l.Pending(ctx); len(p) != 1 || p[0].ID != a.ID {
+		t.Fatalf("pending: %v", p)
+	}
+	got, d, err := l.Resolve(ctx, a.ID, Resolution{Status: StatusApproved, Actor: "user:alice", ReasonCode: "ask-push"})
+	if err != nil || got.Status != StatusApproved || d.Actor != "user:alice" || d.Decision != StatusApproved {
+		t.Fatalf("approve: %+v %+v %v", got, d, err)
+	}
+	call, _ := l.Call(ctx, "toolu_1")
+	if call.Decision.Effect != EffectAllow || call.Decision.Source != "person" || call.Decision.ApprovalID != a.ID || call.Decision.RuleID != "ask-push" {
+		t.Errorf("call decision %+v", call.Decision)
+	}
+	// Terminal: neither approve nor deny changes it.
+	for _, status := range []string{StatusApproved, StatusDenied} {
+		_, _, err := l.Resolve(ctx, a.ID, Resolution{Status: status, Actor: "user:bob", ReasonCode: "x"})
+		var te *TerminalError
+		if !errors.As(err, &te) || te.Approval.Status != StatusApproved || te.Decision.Actor != "user:alice" {
+			t.Errorf("%s after approve: %v", status, err)
+		}
+	}
+	if p, _ := l.Pending(ctx); len(p) != 0 {
+		t.Errorf("pending after approve: %v", p)
+	}
+	// The record was never overwritten by the decision: both exist.
+	if stored, _ := l.DecisionFor(ctx, a.ID); stored != d {
+		t.Errorf("decision document %+v", stored)
+	}
+	if _, _, err := l.Resolve(ctx, "apr_nope", Resolution{Status: StatusApproved, Actor: "u", ReasonCode: "x"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown id: %v", err)
+	}
+}
+
+func TestLateApproveAfterExpiryIsRefused(t *testing.T) {
+	c := newClock()
+	l, _ := openTest(t, c)
+	a := ask(t, l, "toolu_1", 5*time.Second)
+	c.Add(5 * time.Second) // exactly at expires_at: too late
+	_, _, err := l.Resolve(ctx, a.ID, Resolution{Status: StatusApproved, Actor: "user:alice", ReasonCode: "x"})
+	var te *TerminalError
+	if !errors.As(err, &te) || te.Approval.Status != StatusExpired || te.Decision.Actor != ActorExpiry ||
+		te.Decision.ReasonCode != ReasonApprovalExpired {
+		t.Fatalf("late approve: %v", err)
+	}
+	call, _ := l.Call(ctx, "toolu_1")
+	if call.Decision.Effect != EffectDeny || call.Decision.ReasonCode != ReasonApprovalExpired || call.Decision.Source != "expiry" {
+		t.Errorf("call decision %+v", call.Decision)
+	}
+}
+
+func TestExpireDue(t *testing.T) {
+	c := newClock()
+	l, _ := openTest(t, c)
+	short := ask(t, l, "toolu_1", time.Minute)
+	ask(t, l, "toolu_2", time.Hour)
+	shorter := ask(t, l, "toolu_3", 30*time.Second)
+	c.Add(2 * time.Minute)
+	expired, err := l.ExpireDue(ctx, c.Now())
+	if err != nil || len(expired) != 2 {
+		t.Fatalf("expired %v %v", expired, err)
+	}
+	if expired[0].Approval.ID != shorter.ID || expired[1].Approval.ID != short.ID {
+		t.Errorf("expiry order: %v", expired)
+	}
+	for _, e := range expired {
+		if e.Approval.Status != StatusExpired || e.Decision.Actor != ActorExpiry || e.Decision.ReasonCode != ReasonApprovalExpired {
+			t.Errorf("expired %+v", e)
+		}
+	}
+	if p, _ := l.Pending(ctx); len(p) != 1 || p[0].ToolUseID != "toolu_2" {
+		t.Errorf("pending: %v", p)
+	}
+	if again, _ := l.ExpireDue(ctx, c.Now()); len(again) != 0 {
+		t.Errorf("expired twice: %v", again)
+	}
+	if recs, _ := l.Approvals(ctx, ApprovalQuery{Status: StatusExpired}); len(recs) != 2 {
+		t.Errorf("query by status: %v", recs)
+	}
+}
+
+// TestRacingDecisions has people approving and denying and the expiry
+// running at once on the same records: each ends with exactly one terminal
+// decision, the one the record shows.
+func TestRacingDecisions(t *testing.T) {
+	c := newClock()
+	l, _ := openTest(t, c)
+	const n = 20
+	var ids []string
+	for i := range n {
+		ids = append(ids, ask(t, l, fmt.Sprintf("toolu_%d", i), time.Minute).ID)
+	}
+	c.Add(time.Minute - time.Millisecond)
+	var wg sync.WaitGroup
+	wins := make([]int, n)
+	var mu sync.Mutex
+	for i, id := range ids {
+		for r := range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if r == 5 {
+					c.Add(time.Millisecond / 4) // the expiry racing the people
+					if _, err := l.ExpireDue(ctx, c.Now()); err != nil {
+						t.Error(err)
+					}
+					return
+				}
+				status := StatusApproved
+				if r%2 == 1 {
+					status = StatusDenied
+				}
+				_, _, err := l.Resolve(ctx, id, Resolution{Status: status, Actor: fmt.Sprintf("user:p%d", r), ReasonCode: "x"})
+				if err == nil {
+					mu.Lock()
+					wins[i]++
+					mu.Unlock()
+				} else if !IsTerminal(err) {
+					t.Error(err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	l.ExpireDue(ctx, c.Now().Add(time.Hour))
+	decided := map[string]int{}
+	events, _ := l.Events(ctx, 0, 0)
+	for _, e := range events {
+		if e.Kind == KindApprovalDecided {
+			decided[e.Subject]++
+		}
+	}
+	for i, id := range ids {
+		a, _ := l.Approval(ctx, id)
+		d, err := l.DecisionFor(ctx, id)
+		if err != nil || d.Decision != a.Status || decided[id] != 1 || wins[i] > 1 {
+			t.Errorf("%s: status %s, decision %+v, %d decided events, %d winning people", id, a.Status, d, decided[id], wins[i])
+		}
+		if (a.Status == StatusExpired) != (wins[i] == 0) {
+			t.Errorf("%s: status %s but %d people won", id, a.Status, wins[i])
+		}
+	}
+}
+
+func TestApprovalRecordMatchesTheSeedSchema(t *testing.T) {
+	c := newClock()
+	l, _ := openTest(t, c)
+	ask(t, l, "toolu_1", time.Minute)
+	propose(t, l, "toolu_2", `{"file_path":".env"}`)
+	if _, _, err := l.CreateApproval(ctx, ApprovalRequest{ToolUseID: "toolu_2", PolicyVersion: 1, Timeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	c.Add(time.Hour)
+	l.ExpireDue(ctx, c.Now())
+
+	raw, err := os.ReadFile("testdata/approval-record.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	comp := jsonschema.NewCompiler()
+	comp.AssertFormat()
+	if err := comp.AddResource("approval.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := comp.Compile("approval.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	err = l.scan(ctx, "a/", func(_, val []byte) error {
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(val))
+		if err != nil {
+			return err
+		}
+		n++
+		if err := schema.Validate(inst); err != nil {
+			t.Errorf("stored record %s does not match the schema: %v", val, err)
+		}
+		return nil
+	})
+	if err != nil || n != 2 {
+		t.Fatalf("validated %d records: %v", n, err)
+	}
+	var a map[string]any
+	l.scan(ctx, "a/", func(_, val []byte) error { return json.Unmarshal(val, &a) })
+	if _, ok := a["matched_rule"]; !ok {
+		t.Error("matched_rule must be present (null for the default)")
+	}
+}

@@ -1,0 +1,194 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// fill writes n proposals and returns the ledger.
+func fill(t testing.TB, n int) *Ledger {
+	t.Helper()
+	l, _ := openTest(t, nil)
+	for i := range n {
+		propose(t, l, fmt.Sprintf("toolu_%d", i), fmt.Sprintf(`{"n":%d}`, i))
+	}
+	return l
+}
+
+func chainError(t *testing.T, err error) *ChainError {
+	t.Helper()
+	var ce *ChainError
+	if !errors.As(err, &ce) {
+		t.Fatalf("want a *ChainError, got %v", err)
+	}
+	return ce
+}
+
+// rawSet and rawDelete tamper with the store underneath the ledger.
+func rawSet(t *testing.T, l *Ledger, key string, val []byte) {
+	if err := l.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(key), val) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rawGet(t *testing.T, l *Ledger, key string) []byte {
+	var out []byte
+	err := l.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(key))
+		if err != nil {
+			return err
+		}
+		out, err = item.ValueCopy(nil)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func rawDelete(t *testing.T, l *Ledger, key string) {
+	if err := l.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(key)) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestVerifyIntactChain(t *testing.T) {
+	l := fill(t, 10)
+	res, err := l.Verify(ctx)
+	if err != nil || res.Events != 10 || len(res.Head) != 64 {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+func TestVerifyFindsTheFirstBrokenLink(t *testing.T) {
+	tests := []struct {
+		name    string
+		tamper  func(t *testing.T, l *Ledger)
+		seq     uint64
+		problem string
+	}{
+		{"modified data", func(t *testing.T, l *Ledger) {
+			raw := rawGet(t, l, eventKey(4))
+			rawSet(t, l, eventKey(4), bytes.Replace(raw, []byte(`"n":3`), []byte(`"n":9`), 1))
+		}, 4, "modified"},
+		{"modified kind", func(t *testing.T, l *Ledger) {
+			raw := rawGet(t, l, eventKey(6))
+			rawSet(t, l, eventKey(6), bytes.Replace(raw, []byte(`call_proposed`), []byte(`call_executed`), 1))
+		}, 6, "modified"},
+		{"rehashed but unlinked", func(t *testing.T, l *Ledger) {
+			var e Event
+			json.Unmarshal(rawGet(t, l, eventKey(5)), &e)
+			e.Subject = "forged"
+			e.Hash = e.computeHash()
+			b, _ := json.Marshal(e)
+			rawSet(t, l, eventKey(5), b)
+		}, 6, "broken_link"},
+		{"deleted", func(t *testing.T, l *Ledger) { rawDelete(t, l, eventKey(3)) }, 3, "missing"},
+		{"reordered", func(t *testing.T, l *Ledger) {
+			a, b := rawGet(t, l, eventKey(7)), rawGet(t, l, eventKey(8))
+			rawSet(t, l, eventKey(7), b)
+			rawSet(t, l, eventKey(8), a)
+		}, 7, "out_of_order"},
+		{"tail cut off", func(t *testing.T, l *Ledger) { rawDelete(t, l, eventKey(10)) }, 10, "truncated"},
+		{"not JSON", func(t *testing.T, l *Ledger) { rawSet(t, l, eventKey(2), []byte("{")) }, 2, "modified"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := fill(t, 10)
+			tt.tamper(t, l)
+			_, err := l.Verify(ctx)
+			ce := chainError(t, err)
+			if ce.Seq != tt.seq || ce.Problem != tt.problem {
+				t.Errorf("got %v, want event %d %s", ce, tt.seq, tt.problem)
+			}
+		})
+	}
+}
+
+func TestExportAndVerifyExport(t *testing.T) {
+	l := fill(t, 5)
+	var buf bytes.Buffer
+	if err := l.Export(ctx, &buf); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	res, err := VerifyExport(strings.NewReader(buf.String()))
+	if err != nil || res.Events != 5 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	lines[1], lines[2] = lines[2], lines[1]
+	_, err = VerifyExport(strings.NewReader(strings.Join(lines, "\n")))
+	if ce := chainError(t, err); ce.Seq != 2 {
+		t.Errorf("reordered export: %v", ce)
+	}
+	edited := strings.Replace(buf.String(), `"n":4`, `"n":5`, 1)
+	_, err = VerifyExport(strings.NewReader(edited))
+	if ce := chainError(t, err); ce.Seq != 5 || ce.Problem != "modified" {
+		t.Errorf("edited export: %v", ce)
+	}
+}
+
+// TestGroupCommitKeepsTheChain has many writers share transactions; the
+// chain must still be one unbroken sequence with every write in it.
+func TestGroupCommitKeepsTheChain(t *testing.T) {
+	l, _ := openTest(t, nil)
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				id := fmt.Sprintf("toolu_%d_%d", w, i)
+				if _, _, err := l.Propose(ctx, Proposal{ToolUseID: id, SessionID: "s", ToolName: "T", Input: json.RawMessage(`{}`)}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	res, err := l.Verify(ctx)
+	if err != nil || res.Events != 800 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if calls, _ := l.Calls(ctx, CallQuery{}); len(calls) != 800 {
+		t.Errorf("%d calls", len(calls))
+	}
+}
+
+// TestOversizedBatchIsSplit runs one batch too big for one transaction:
+// the operations before the one that does not fit are committed first, and
+// every operation succeeds.
+func TestOversizedBatchIsSplit(t *testing.T) {
+	l, _ := openTest(t, nil)
+	value := strings.Repeat("x", 10<<10) // under the value threshold: counts fully
+	var batch []*op
+	for i := range 300 {
+		key := fmt.Sprintf("test/%d", i)
+		batch = append(batch, &op{done: make(chan result, 1), fn: func(t *tx) (any, error) {
+			if err := t.put(key, value); err != nil {
+				return nil, err
+			}
+			return i, t.event("test", key, value)
+		}})
+	}
+	l.commitBatch(batch) // the committer goroutine is idle: nothing else is submitted
+	for i, o := range batch {
+		if r := <-o.done; r.err != nil || r.val != i {
+			t.Fatalf("op %d: %v %v", i, r.val, r.err)
+		}
+	}
+	if res, err := l.Verify(ctx); err != nil || res.Events != 300 {
+		t.Fatalf("%+v %v", res, err)
+	}
+}

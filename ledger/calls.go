@@ -1,0 +1,212 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+)
+
+func callKey(toolUseID string) string { return "c/" + toolUseID }
+
+func sessionCallKey(sessionID, toolUseID string) string {
+	return "cs/" + sessionID + "/" + toolUseID
+}
+
+// Proposal is a tool call as the CLI proposed it.
+type Proposal struct {
+	ToolUseID string
+	SessionID string
+	AgentID   string
+	ToolName  string
+	Input     json.RawMessage // exactly as submitted
+}
+
+// InputSHA256 is the hash that decides whether two proposals of one
+// tool_use_id are the same call: the SHA-256 of the tool name and the
+// compacted input.
+func InputSHA256(toolName string, input []byte) string {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, input); err != nil {
+		buf.Reset()
+		buf.Write(input)
+	}
+	h := sha256.New()
+	h.Write([]byte(toolName))
+	h.Write([]byte{0})
+	h.Write(buf.Bytes())
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Propose records a proposed call durably. A tool_use_id is unique: a
+// repeat with the same input returns the existing call (existed is true)
+// with its state; a repeat with another input fails with a *ConflictError,
+// and the conflicting proposal is recorded in the audit.
+func (l *Ledger) Propose(ctx context.Context, p Proposal) (call Call, existed bool, err error) {
+	if p.ToolUseID == "" || p.SessionID == "" || p.ToolName == "" {
+		return Call{}, false, fmt.Errorf("propose: tool_use_id, session_id and tool_name are required")
+	}
+	if !json.Valid(p.Input) {
+		return Call{}, false, fmt.Errorf("propose: input is not valid JSON")
+	}
+	hash := InputSHA256(p.ToolName, p.Input)
+	type out struct {
+		call    Call
+		existed bool
+	}
+	v, err := l.write(ctx, func(t *tx) (any, error) {
+		var c Call
+		found, err := t.get(callKey(p.ToolUseID), &c)
+		if err != nil {
+			return nil, err
+		}
+		if found && c.InputSHA256 == hash {
+			return out{c, true}, nil
+		}
+		if found {
+			conflict := Proposal{p.ToolUseID, p.SessionID, p.AgentID, p.ToolName, p.Input}
+			if err := t.event(KindCallConflict, p.ToolUseID, conflict); err != nil {
+				return nil, err
+			}
+			return out{c, true}, &ConflictError{Existing: c}
+		}
+		c = Call{ToolUseID: p.ToolUseID, SessionID: p.SessionID, AgentID: p.AgentID, ToolName: p.ToolName,
+			Input: p.Input, InputSHA256: hash, ProposedAt: t.now}
+		if err := t.put(callKey(c.ToolUseID), c); err != nil {
+			return nil, err
+		}
+		if err := t.set(sessionCallKey(c.SessionID, c.ToolUseID), nil); err != nil {
+			return nil, err
+		}
+		return out{c, false}, t.event(KindCallProposed, c.ToolUseID, c)
+	})
+	if v == nil {
+		return Call{}, false, err
+	}
+	o := v.(out)
+	return o.call, o.existed, err
+}
+
+// Decide records the decision that applied to a call. An ask may be
+// followed by a terminal decision; a terminal decision never changes (an
+// *AlreadyDecidedError carries the call with its decision).
+func (l *Ledger) Decide(ctx context.Context, toolUseID string, d CallDecision) (Call, error) {
+	v, err := l.write(ctx, func(t *tx) (any, error) {
+		return decideCall(t, toolUseID, d)
+	})
+	c, _ := v.(Call)
+	return c, err
+}
+
+func decideCall(t *tx, toolUseID string, d CallDecision) (Call, error) {
+	var c Call
+	found, err := t.get(callKey(toolUseID), &c)
+	if err != nil {
+		return Call{}, err
+	}
+	if !found {
+		return Call{}, fmt.Errorf("decide %s: %w", toolUseID, ErrNotFound)
+	}
+	if c.Decision.Terminal() {
+		return c, &AlreadyDecidedError{Call: c}
+	}
+	if d.DecidedAt.IsZero() {
+		d.DecidedAt = t.now
+	}
+	c.Decision = &d
+	at := d.DecidedAt
+	c.DecidedAt = &at
+	if err := t.put(callKey(toolUseID), c); err != nil {
+		return Call{}, err
+	}
+	return c, t.event(KindCallDecided, toolUseID, c.Decision)
+}
+
+// Execution is what PostToolUse (or its failure twin) reported.
+type Execution struct {
+	Failed  bool
+	Outcome string // a short summary: "ok", the error ...
+}
+
+// RecordExecution records that a call ran. It is accepted once per
+// tool_use_id; a second one is recorded in the audit and reported with a
+// *DuplicateExecutionError, never silently accepted. An execution without
+// a recorded allow is recorded all the same: the audit must show it.
+func (l *Ledger) RecordExecution(ctx context.Context, toolUseID string, e Execution) (Call, error) {
+	v, err := l.write(ctx, func(t *tx) (any, error) {
+		var c Call
+		found, err := t.get(callKey(toolUseID), &c)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, fmt.Errorf("record execution of %s: %w", toolUseID, ErrNotFound)
+		}
+		c.Executions++
+		kind := KindCallExecuted
+		switch {
+		case c.Executions > 1:
+			kind = KindExecutionDuplicate
+		case e.Failed:
+			kind = KindCallFailed
+			at := t.now
+			c.FailedAt, c.Outcome = &at, e.Outcome
+		default:
+			at := t.now
+			c.ExecutedAt, c.Outcome = &at, e.Outcome
+		}
+		if err := t.put(callKey(toolUseID), c); err != nil {
+			return nil, err
+		}
+		if err := t.event(kind, toolUseID, execEvent{toolUseID, c.Executions, e.Failed, e.Outcome}); err != nil {
+			return nil, err
+		}
+		if c.Executions > 1 {
+			return c, &DuplicateExecutionError{Call: c}
+		}
+		return c, nil
+	})
+	c, _ := v.(Call)
+	return c, err
+}
+
+type execEvent struct {
+	ToolUseID string `json:"tool_use_id"`
+	Execution int    `json:"execution"`
+	Failed    bool   `json:"failed"`
+	Outcome   string `json:"outcome,omitempty"`
+}
+
+func writeBackKey(toolUseID string) string { return "w/" + toolUseID }
+
+// RecordWriteBack records what the gate answered for a call. The first
+// write-back of a tool_use_id stands; a later one returns it unchanged.
+func (l *Ledger) RecordWriteBack(ctx context.Context, w WriteBack) (WriteBack, error) {
+	v, err := l.write(ctx, func(t *tx) (any, error) {
+		var existing WriteBack
+		found, err := t.get(writeBackKey(w.ToolUseID), &existing)
+		if err != nil || found {
+			return existing, err
+		}
+		if err := t.put(writeBackKey(w.ToolUseID), w); err != nil {
+			return nil, err
+		}
+		return w, t.event(KindWriteBack, w.ToolUseID, w)
+	})
+	wb, _ := v.(WriteBack)
+	return wb, err
+}
+
+// Call returns the call with the tool_use_id, or ErrNotFound.
+func (l *Ledger) Call(ctx context.Context, toolUseID string) (Call, error) {
+	var c Call
+	return c, l.read(callKey(toolUseID), &c)
+}
+
+// WriteBackFor returns the write-back of a call, or ErrNotFound.
+func (l *Ledger) WriteBackFor(ctx context.Context, toolUseID string) (WriteBack, error) {
+	var w WriteBack
+	return w, l.read(writeBackKey(toolUseID), &w)
+}

@@ -1,0 +1,31 @@
+// Package ledger is toolgate's memory: the durable record of sessions, tool
+// calls, approval records, decisions, write-backs and the audit chain, on
+// Badger. Only the gate daemon opens it (Badger locks its directory; a
+// second process fails), so nothing of Badger crosses this package's API.
+//
+// Every write goes through one committer goroutine that batches concurrent
+// operations into one transaction and one fsync (group commit); an
+// operation returns only after its transaction is durable. The invariants
+// (a tool_use_id is unique, an approval's status moves only from pending to
+// approved, denied or expired, an execution is recorded once) are checked
+// inside that transaction, so they hold whatever the callers do.
+//
+// # Key layout
+//
+// Keys are ASCII prefixes followed by ids; sequence numbers and times are
+// 8-byte big-endian so that keys sort in order.
+//
+//	s/<session_id>                    Session
+//	c/<tool_use_id>                   Call
+//	cs/<session_id>/<tool_use_id>     index: the calls of a session (empty value)
+//	a/<approval_id>                   Approval (the seed's approval record)
+//	ac/<tool_use_id>                  index: the approval id of a call
+//	ap/<expires_at ns>/<approval_id>  index: pending approvals by expiry (empty value)
+//	d/<approval_id>                   Decision (never overwrites the approval)
+//	w/<tool_use_id>                   WriteBack
+//	e/<seq>                           Event, the append-only audit chain
+//	m/head                            the last event's seq and hash
+//
+// Values are JSON documents whose field names are the wire names of the
+// seed's documents. The package must not import the policy engine.
+package ledger

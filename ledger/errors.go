@@ -1,0 +1,59 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotFound is returned for an id the ledger does not know.
+var ErrNotFound = errors.New("not found")
+
+// ConflictError is a tool_use_id proposed again with a different input.
+type ConflictError struct {
+	Existing Call
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("tool_use_id %s was already proposed with a different input", e.Existing.ToolUseID)
+}
+
+// TerminalError is a change asked of an approval that is no longer pending.
+type TerminalError struct {
+	Approval Approval
+	Decision *Decision // the decision that made it terminal, when known
+}
+
+func (e *TerminalError) Error() string {
+	return fmt.Sprintf("approval %s is already %s", e.Approval.ID, e.Approval.Status)
+}
+
+// AlreadyDecidedError is a decision recorded for a call that has a terminal one.
+type AlreadyDecidedError struct {
+	Call Call
+}
+
+func (e *AlreadyDecidedError) Error() string {
+	return fmt.Sprintf("call %s was already decided: %s", e.Call.ToolUseID, e.Call.Decision.Effect)
+}
+
+// DuplicateExecutionError is a second execution recorded for one
+// tool_use_id. The duplicate itself is recorded in the audit.
+type DuplicateExecutionError struct {
+	Call Call
+}
+
+func (e *DuplicateExecutionError) Error() string {
+	return fmt.Sprintf("tool_use_id %s was executed %d times", e.Call.ToolUseID, e.Call.Executions)
+}
+
+// IsConflict reports whether err is a *ConflictError.
+func IsConflict(err error) bool { var e *ConflictError; return errors.As(err, &e) }
+
+// IsTerminal reports whether err is a *TerminalError.
+func IsTerminal(err error) bool { var e *TerminalError; return errors.As(err, &e) }
+
+// IsDuplicateExecution reports whether err is a *DuplicateExecutionError.
+func IsDuplicateExecution(err error) bool { var e *DuplicateExecutionError; return errors.As(err, &e) }
+
+// IsAlreadyDecided reports whether err is an *AlreadyDecidedError.
+func IsAlreadyDecided(err error) bool { var e *AlreadyDecidedError; return errors.As(err, &e) }

@@ -1,0 +1,155 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+)
+
+// Options configure a ledger. The zero value is valid: a durable ledger
+// that logs nowhere.
+type Options struct {
+	// InMemory keeps everything in memory (tests); dir is ignored.
+	InMemory bool
+	// Logger receives Badger's warnings and errors.
+	Logger *slog.Logger
+	// Now is the clock (tests); time.Now when nil.
+	Now func() time.Time
+	// MaxBatch bounds how many operations share one transaction; 256 when 0.
+	MaxBatch int
+}
+
+// Ledger is an open ledger. Its methods are safe for concurrent use.
+type Ledger struct {
+	db       *badger.DB
+	now      func() time.Time
+	maxBatch int
+
+	mu     sync.RWMutex // guards closed against submissions
+	closed bool
+	ops    chan *op
+	done   chan struct{}
+
+	head chainHead // owned by the committer goroutine
+}
+
+// ErrClosed is returned by operations on a closed ledger.
+var ErrClosed = errors.New("ledger is closed")
+
+// Open opens (or creates) the ledger in dir. Badger takes a lock on the
+// directory: a second process opening it fails at once.
+func Open(dir string, opts Options) (*Ledger, error) {
+	bopts := badgerOptions(dir, opts)
+	db, err := badger.Open(bopts)
+	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return nil, &LockedError{Dir: dir, Err: err}
+		}
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	l := &Ledger{db: db, now: opts.Now, maxBatch: opts.MaxBatch,
+		ops: make(chan *op, 1024), done: make(chan struct{})}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	if l.maxBatch <= 0 {
+		l.maxBatch = 256
+	}
+	if l.head, err = l.readHead(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	go l.commitLoop()
+	return l, nil
+}
+
+// LockedError is returned by Open when another process holds the ledger.
+type LockedError struct {
+	Dir string
+	Err error
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("ledger %s is in use by another process (a running toolgate serve?)", e.Dir)
+}
+
+func (e *LockedError) Unwrap() error { return e.Err }
+
+// IsLocked reports whether err says another process holds the ledger.
+func IsLocked(err error) bool { var e *LockedError; return errors.As(err, &e) }
+
+// badgerOptions are tuned for a small per-user daemon: durable writes,
+// small memtables and caches, and Badger's logging routed to slog.
+func badgerOptions(dir string, opts Options) badger.Options {
+	b := badger.DefaultOptions(dir)
+	if opts.InMemory {
+		b = badger.DefaultOptions("").WithInMemory(true)
+	}
+	return b.
+		WithSyncWrites(!opts.InMemory).
+		WithLogger(slogAdapter{opts.Logger}).
+		WithMemTableSize(8 << 20).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		WithBaseTableSize(2 << 20).
+		WithBaseLevelSize(8 << 20).
+		WithBlockCacheSize(4 << 20).
+		WithIndexCacheSize(2 << 20).
+		WithValueThreshold(16 << 10).
+		WithValueLogFileSize(32 << 20).
+		WithNumCompactors(2).
+		WithNumGoroutines(2).
+		WithCompression(options.Snappy).
+		WithDetectConflicts(false) // one committer: there is nothing to conflict with
+}
+
+// Close stops accepting operations, waits for those already submitted, and
+// closes the store.
+func (l *Ledger) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	close(l.ops)
+	l.mu.Unlock()
+	<-l.done
+	if err := l.db.Close(); err != nil {
+		return fmt.Errorf("close ledger: %w", err)
+	}
+	return nil
+}
+
+// Size returns the bytes the ledger occupies on disk (LSM and value log).
+func (l *Ledger) Size() int64 {
+	lsm, vlog := l.db.Size()
+	return lsm + vlog
+}
+
+// slogAdapter routes Badger's log lines to slog; INFO and DEBUG lines are
+// dropped, they are Badger's own housekeeping.
+type slogAdapter struct{ log *slog.Logger }
+
+func (a slogAdapter) Errorf(f string, args ...any) { a.emit(slog.LevelError, f, args) }
+
+func (a slogAdapter) Warningf(f string, args ...any) { a.emit(slog.LevelWarn, f, args) }
+
+func (a slogAdapter) Infof(string, ...any) {}
+
+func (a slogAdapter) Debugf(string, ...any) {}
+
+func (a slogAdapter) emit(level slog.Level, f string, args []any) {
+	if a.log == nil {
+		return
+	}
+	a.log.Log(context.Background(), level, strings.TrimSpace(fmt.Sprintf(f, args...)), "component", "badger")
+}

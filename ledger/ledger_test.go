@@ -1,0 +1,243 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// clock is a settable clock for expiry tests.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+func newClock() *clock { return &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)} }
+
+// openTest opens a real, durable ledger in a temporary directory.
+func openTest(t testing.TB, c *clock) (*Ledger, string) {
+	t.Helper()
+	dir := t.TempDir()
+	opts := Options{}
+	if c != nil {
+		opts.Now = c.Now
+	}
+	l, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l, dir
+}
+
+var ctx = context.Background()
+
+func propose(t testing.TB, l *Ledger, id, input string) Call {
+	t.Helper()
+	c, existed, err := l.Propose(ctx, Proposal{ToolUseID: id, SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(input)})
+	if err != nil || existed {
+		t.Fatalf("propose %s: existed=%v err=%v", id, existed, err)
+	}
+	return c
+}
+
+func TestProposeOncePerID(t *testing.T) {
+	l, _ := openTest(t, nil)
+	first := propose(t, l, "toolu_1", `{"command":"ls"}`)
+	if first.InputSHA256 == "" || first.ProposedAt.IsZero() {
+		t.Fatalf("call %+v", first)
+	}
+	// The same input, differently spaced: the same call.
+	again, existed, err := l.Propose(ctx, Proposal{ToolUseID: "toolu_1", SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(`{ "command": "ls" }`)})
+	if err != nil || !existed || again.InputSHA256 != first.InputSHA256 {
+		t.Fatalf("repeat: existed=%v err=%v", existed, err)
+	}
+	// Another input under the same id: a conflict, recorded in the audit.
+	_, _, err = l.Propose(ctx, Proposal{ToolUseID: "toolu_1", SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(`{"command":"rm -rf /"}`)})
+	var conflict *ConflictError
+	if !errors.As(err, &conflict) || conflict.Existing.InputSHA256 != first.InputSHA256 {
+		t.Fatalf("conflict: %v", err)
+	}
+	if kinds := eventKinds(t, l); fmt.Sprint(kinds) != "[call_proposed call_conflict]" {
+		t.Errorf("audit: %v", kinds)
+	}
+}
+
+func TestProposeRacersOnOneID(t *testing.T) {
+	l, _ := openTest(t, nil)
+	const n = 32
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	created, same, conflicts := 0, 0, 0
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			input := fmt.Sprintf(`{"command":"echo %d"}`, i%2)
+			_, existed, err := l.Propose(ctx, Proposal{ToolUseID: "toolu_race", SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(input)})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case IsConflict(err):
+				conflicts++
+			case err != nil:
+				t.Error(err)
+			case existed:
+				same++
+			default:
+				created++
+			}
+		}()
+	}
+	wg.Wait()
+	if created != 1 || same+conflicts != n-1 || conflicts != n/2 {
+		t.Errorf("created %d, same %d, conflicts %d; want exactly one creator and %d conflicts", created, same, conflicts, n/2)
+	}
+}
+
+func TestDecisionIsTerminal(t *testing.T) {
+	l, _ := openTest(t, nil)
+	propose(t, l, "toolu_1", `{}`)
+	if _, err := l.Decide(ctx, "toolu_1", CallDecision{Effect: EffectAsk, Source: "policy", ReasonCode: "default"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Decide(ctx, "toolu_1", CallDecision{Effect: EffectDeny, Source: "policy", RuleID: "r", ReasonCode: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := l.Decide(ctx, "toolu_1", CallDecision{Effect: EffectAllow, Source: "policy"})
+	if !IsAlreadyDecided(err) {
+		t.Fatalf("changing a terminal decision: %v", err)
+	}
+	c, _ := l.Call(ctx, "toolu_1")
+	if c.Decision.Effect != EffectDeny || c.Decision.RuleID != "r" {
+		t.Errorf("decision changed: %+v", c.Decision)
+	}
+	if _, err := l.Decide(ctx, "toolu_unknown", CallDecision{Effect: EffectDeny}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown call: %v", err)
+	}
+}
+
+func TestExecutionOnce(t *testing.T) {
+	l, _ := openTest(t, nil)
+	propose(t, l, "toolu_1", `{}`)
+	c, err := l.RecordExecution(ctx, "toolu_1", Execution{Outcome: "ok"})
+	if err != nil || c.ExecutedAt == nil || c.Executions != 1 {
+		t.Fatalf("first execution: %+v %v", c, err)
+	}
+	c, err = l.RecordExecution(ctx, "toolu_1", Execution{Outcome: "ok"})
+	if !IsDuplicateExecution(err) || c.Executions != 2 {
+		t.Fatalf("second execution: %+v %v", c, err)
+	}
+	if kinds := eventKinds(t, l); fmt.Sprint(kinds) != "[call_proposed call_executed execution_duplicate]" {
+		t.Errorf("audit: %v", kinds)
+	}
+}
+
+func TestWriteBackOnce(t *testing.T) {
+	l, _ := openTest(t, nil)
+	propose(t, l, "toolu_1", `{}`)
+	wb := WriteBack{ToolUseID: "toolu_1", Effect: EffectDeny, RuleID: "r", ReasonCode: "x", WroteBack: true}
+	if got, err := l.RecordWriteBack(ctx, wb); err != nil || got != wb {
+		t.Fatal(got, err)
+	}
+	if got, _ := l.RecordWriteBack(ctx, WriteBack{ToolUseID: "toolu_1", Effect: EffectAllow, WroteBack: true}); got != wb {
+		t.Errorf("a second write-back replaced the first: %+v", got)
+	}
+	if got, err := l.WriteBackFor(ctx, "toolu_1"); err != nil || got != wb {
+		t.Errorf("stored %+v %v", got, err)
+	}
+}
+
+func eventKinds(t testing.TB, l *Ledger) []string {
+	t.Helper()
+	events, err := l.Events(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range events {
+		kinds = append(kinds, e.Kind)
+	}
+	return kinds
+}
+
+func TestSessions(t *testing.T) {
+	l, _ := openTest(t, nil)
+	s, existed, err := l.StartSession(ctx, Session{ID: "s1", PolicySHA256: "abc", PolicyVersion: 2, ClaudePID: 42})
+	if err != nil || existed || s.StartedAt.IsZero() {
+		t.Fatal(s, existed, err)
+	}
+	if _, existed, _ := l.StartSession(ctx, Session{ID: "s1"}); !existed {
+		t.Error("second start should find the session")
+	}
+	if _, err := l.UpdateSession(ctx, "s1", func(s *Session) { s.ClaudeSessionID = "c-1" }); err != nil {
+		t.Fatal(err)
+	}
+	s, err = l.EndSession(ctx, "s1", time.Now())
+	if err != nil || s.EndedAt == nil || s.ClaudeSessionID != "c-1" || s.PolicyVersion != 2 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	if all, _ := l.Sessions(ctx); len(all) != 1 {
+		t.Errorf("sessions: %v", all)
+	}
+}
+
+func TestReopenKeepsEverythingAndTheChain(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	propose(t, l, "toolu_1", `{"a":1}`)
+	if _, err := Open(dir, Options{}); !IsLocked(err) {
+		t.Errorf("a second open of a held ledger: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.Propose(ctx, Proposal{ToolUseID: "x", SessionID: "s", ToolName: "T", Input: json.RawMessage(`{}`)}); !errors.Is(err, ErrClosed) {
+		t.Errorf("propose after close: %v", err)
+	}
+	l, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if c, err := l.Call(ctx, "toolu_1"); err != nil || string(c.Input) != `{"a":1}` {
+		t.Fatalf("after reopen: %+v %v", c, err)
+	}
+	propose(t, l, "toolu_2", `{}`)
+	res, err := l.Verify(ctx)
+	if err != nil || res.Events != 2 {
+		t.Fatalf("verify: %+v %v", res, err)
+	}
+}
+
+func TestQueries(t *testing.T) {
+	c := newClock()
+	l, _ := openTest(t, c)
+	for i, s := range []string{"s1", "s2", "s1"} {
+		if _, _, err := l.Propose(ctx, Proposal{ToolUseID: fmt.Sprintf("toolu_%d", i), SessionID: s, ToolName: "Read", Input: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		c.Add(time.Minute)
+	}
+	if calls, _ := l.Calls(ctx, CallQuery{SessionID: "s1"}); len(calls) != 2 || calls[0].ToolUseID != "toolu_0" || calls[1].ToolUseID != "toolu_2" {
+		t.Errorf("by session: %v", calls)
+	}
+	start := newClock().Now()
+	if calls, _ := l.Calls(ctx, CallQuery{From: start.Add(time.Minute), To: start.Add(2 * time.Minute)}); len(calls) != 1 || calls[0].ToolUseID != "toolu_1" {
+		t.Errorf("by time: %v", calls)
+	}
+	if calls, _ := l.Calls(ctx, CallQuery{Limit: 2}); len(calls) != 2 {
+		t.Errorf("limit: %v", calls)
+	}
+}

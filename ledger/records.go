@@ -1,0 +1,132 @@
+package ledger
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Session is one gated claude session.
+type Session struct {
+	ID              string     `json:"id"`
+	PolicySHA256    string     `json:"policy_sha256"`
+	PolicyVersion   int        `json:"policy_version"`
+	ClaudeSessionID string     `json:"claude_session_id,omitempty"`
+	Cwd             string     `json:"cwd,omitempty"`
+	ClaudePID       int        `json:"claude_pid,omitempty"`
+	StartedAt       time.Time  `json:"started_at"`
+	EndedAt         *time.Time `json:"ended_at,omitempty"`
+}
+
+// Effect values of decisions and write-backs.
+const (
+	EffectAllow = "allow"
+	EffectAsk   = "ask"
+	EffectDeny  = "deny"
+)
+
+// CallDecision is the decision that applied to a call, and who made it.
+type CallDecision struct {
+	Effect     string    `json:"effect"`
+	RuleID     string    `json:"rule_id,omitempty"`
+	ReasonCode string    `json:"reason_code,omitempty"`
+	Source     string    `json:"source"` // policy, schema, person, expiry, ledger, gate ...
+	Actor      string    `json:"actor,omitempty"`
+	ApprovalID string    `json:"approval_id,omitempty"`
+	DecidedAt  time.Time `json:"decided_at"`
+}
+
+// Terminal reports whether the decision is final (allow or deny).
+func (d *CallDecision) Terminal() bool {
+	return d != nil && (d.Effect == EffectAllow || d.Effect == EffectDeny)
+}
+
+// Call is one tool_use_id: what was proposed, what was decided, what ran.
+type Call struct {
+	ToolUseID   string          `json:"tool_use_id"`
+	SessionID   string          `json:"session_id"`
+	AgentID     string          `json:"agent_id,omitempty"`
+	ToolName    string          `json:"tool_name"`
+	Input       json.RawMessage `json:"input"`
+	InputSHA256 string          `json:"input_sha256"`
+	ProposedAt  time.Time       `json:"proposed_at"`
+	DecidedAt   *time.Time      `json:"decided_at,omitempty"`
+	ExecutedAt  *time.Time      `json:"executed_at,omitempty"`
+	FailedAt    *time.Time      `json:"failed_at,omitempty"`
+	Decision    *CallDecision   `json:"decision,omitempty"`
+	Outcome     string          `json:"outcome,omitempty"` // what the execution reported, in short
+	Executions  int             `json:"executions"`        // attempts to record an execution; more than 1 is a duplicate
+}
+
+// Approval statuses. A record moves only from pending to one of the others.
+const (
+	StatusPending  = "pending"
+	StatusApproved = "approved"
+	StatusDenied   = "denied"
+	StatusExpired  = "expired"
+)
+
+// Approval is the approval record, exactly the seed's schema.
+type Approval struct {
+	ID            string          `json:"id"`
+	SessionID     string          `json:"session_id"`
+	ToolUseID     string          `json:"tool_use_id"`
+	ToolName      string          `json:"tool_name"`
+	Input         json.RawMessage `json:"input"`
+	MatchedRule   *string         `json:"matched_rule"`
+	PolicyVersion int             `json:"policy_version"`
+	Status        string          `json:"status"`
+	CreatedAt     time.Time       `json:"created_at"`
+	ExpiresAt     time.Time       `json:"expires_at"`
+}
+
+// Decision is a person's (or the expiry's) decision on an approval, stored
+// as its own document beside the record.
+type Decision struct {
+	ApprovalID string    `json:"approval_id"`
+	ToolUseID  string    `json:"tool_use_id"`
+	Decision   string    `json:"decision"` // approved, denied or expired
+	Actor      string    `json:"actor"`
+	ReasonCode string    `json:"reason_code"`
+	DecidedAt  time.Time `json:"decided_at"`
+}
+
+// ActorExpiry is the actor of a decision made by expiry.
+const ActorExpiry = "system:expiry"
+
+// ReasonApprovalExpired is the reason_code of an expired approval.
+const ReasonApprovalExpired = "approval_expired"
+
+// WriteBack is what the gate answered the CLI for a call.
+type WriteBack struct {
+	ToolUseID  string `json:"tool_use_id"`
+	Effect     string `json:"effect"`
+	RuleID     string `json:"rule_id,omitempty"`
+	ReasonCode string `json:"reason_code,omitempty"`
+	WroteBack  bool   `json:"wrote_back"`
+}
+
+// Event is one entry of the audit chain: every state change, in order.
+type Event struct {
+	Seq      uint64          `json:"seq"`
+	Time     time.Time       `json:"time"`
+	Kind     string          `json:"kind"`
+	Subject  string          `json:"subject"` // the id the event is about
+	Data     json.RawMessage `json:"data"`    // the document as written
+	PrevHash string          `json:"prev_hash"`
+	Hash     string          `json:"hash"`
+}
+
+// Event kinds.
+const (
+	KindSessionStarted     = "session_started"
+	KindSessionUpdated     = "session_updated"
+	KindCallProposed       = "call_proposed"
+	KindCallConflict       = "call_conflict"
+	KindCallDecided        = "call_decided"
+	KindApprovalCreated    = "approval_created"
+	KindApprovalDecided    = "approval_decided"
+	KindWriteBack          = "write_back"
+	KindCallExecuted       = "call_executed"
+	KindCallFailed         = "call_failed"
+	KindExecutionDuplicate = "execution_duplicate"
+)
