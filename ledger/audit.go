@@ -81,9 +81,9 @@ func (l *Ledger) readHead() (chainHead, error) {
 
 // ChainError is the first broken link of the audit chain.
 type ChainError struct {
-	Seq     uint64 // the event where the chain breaks
-	Problem string // modified, missing, out_of_order, broken_link, truncated
-	Detail  string
+	Seq     uint64 `json:"seq"`     // the event where the chain breaks
+	Problem string `json:"problem"` // modified, missing, out_of_order, broken_link, truncated
+	Detail  string `json:"detail"`
 }
 
 func (e *ChainError) Error() string {

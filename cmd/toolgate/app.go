@@ -27,6 +27,7 @@ EXAMPLES
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
 			policyCommand(),
+			auditCommand(),
 		},
 		// Errors become exit codes in exitCode only; urfave must never exit.
 		ExitErrHandler:       func(*cli.Context, error) {},

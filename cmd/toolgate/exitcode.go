@@ -68,6 +68,7 @@ func exitCode(err error, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "toolgate: %v\n", err)
 	var usage *usageError
 	var data *dataError
+	var unavailable *gateUnavailable
 	switch {
 	case errors.As(err, &usage):
 		fmt.Fprintln(stderr, "Try: toolgate --help")
@@ -76,6 +77,8 @@ func exitCode(err error, stderr io.Writer) int {
 		return exitConfig
 	case errors.As(err, &data):
 		return exitDataErr
+	case errors.As(err, &unavailable):
+		return exitUnavailable
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
 		return exitNoInput
 	case errors.Is(err, context.Canceled):

@@ -1,0 +1,153 @@
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// record1K is a call input of about 1 KB.
+var record1K = json.RawMessage(`{"command":"` + strings.Repeat("x", 1000) + `"}`)
+
+// fsyncFloor measures the machine's floor for durable appends: writing a
+// 1 KB record to a plain file and fsyncing it, n times in a row.
+func fsyncFloor(tb testing.TB, n int) float64 {
+	f, err := os.Create(filepath.Join(tb.TempDir(), "floor"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1024)
+	start := time.Now()
+	for range n {
+		if _, err := f.Write(buf); err != nil {
+			tb.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkDurableAppend measures durable proposals of 1 KB calls (each a
+// record, an index entry and an audit event, fsynced before it returns)
+// against write+fsync of 1 KB to a plain file, measured in the same run.
+func BenchmarkDurableAppend(b *testing.B) {
+	floor := fsyncFloor(b, 2000)
+	b.Run("floor=write+fsync", func(b *testing.B) {
+		rate := fsyncFloor(b, b.N)
+		b.ReportMetric(rate, "appends/s")
+		b.ReportMetric(rate/floor, "x_floor")
+	})
+	var single float64
+	for _, writers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			l, _ := openTest(b, nil)
+			var next atomic.Int64
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := next.Add(1)
+						if i > int64(b.N) {
+							return
+						}
+						id := "toolu_" + strconv.FormatInt(i, 10)
+						if _, _, err := l.Propose(ctx, Proposal{ToolUseID: id, SessionID: "s", ToolName: "Bash", Input: record1K}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			rate := float64(b.N) / time.Since(start).Seconds()
+			b.ReportMetric(rate, "appends/s")
+			b.ReportMetric(rate/floor, "x_floor")
+			if writers == 1 {
+				single = rate
+			} else if single > 0 {
+				b.ReportMetric(rate/single, "x_single")
+			}
+		})
+	}
+}
+
+// BenchmarkLedger100k writes 100,000 calls of 1 KB, then reports the
+// process's peak and current resident memory and the time to reopen the
+// ledger. Run it with -benchtime 1x.
+func BenchmarkLedger100k(b *testing.B) {
+	const n = 100_000
+	for b.Loop() {
+		dir := b.TempDir()
+		l, err := Open(dir, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := next.Add(1); i <= n; i = next.Add(1) {
+					id := "toolu_" + strconv.FormatInt(i, 10)
+					if _, _, err := l.Propose(ctx, Proposal{ToolUseID: id, SessionID: "s", ToolName: "Bash", Input: record1K}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		runtime.GC()
+		b.ReportMetric(float64(procStatus(b, "VmHWM"))/(1<<20), "peak_rss_MB")
+		b.ReportMetric(float64(procStatus(b, "VmRSS"))/(1<<20), "rss_MB")
+		b.ReportMetric(float64(l.Size())/(1<<20), "disk_MB")
+		if err := l.Close(); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		l, err = Open(dir, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "open_ms")
+		if c, err := l.Call(ctx, "toolu_99999"); err != nil || c.Executions != 0 {
+			b.Fatal(err)
+		}
+		l.Close()
+	}
+}
+
+// procStatus reads a memory figure of this process from /proc, in bytes.
+func procStatus(tb testing.TB, field string) int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	tb.Fatalf("no %s in /proc/self/status", field)
+	return 0
+}
