@@ -210,3 +210,35 @@ func (l *Ledger) WriteBackFor(ctx context.Context, toolUseID string) (WriteBack,
 	var w WriteBack
 	return w, l.read(writeBackKey(toolUseID), &w)
 }
+
+// maxSeen bounds what is kept of the text the model saw for one call.
+const maxSeen = 2048
+
+// RecordSeen records what the model saw as the result of a call (from
+// PostToolBatch), so that a denied call is complete in the audit too. A
+// call the ledger does not know is recorded as seen only in the audit.
+func (l *Ledger) RecordSeen(ctx context.Context, toolUseID, seen string) error {
+	if len(seen) > maxSeen {
+		seen = seen[:maxSeen] + "…"
+	}
+	_, err := l.write(ctx, func(t *tx) (any, error) {
+		var c Call
+		found, err := t.get(callKey(toolUseID), &c)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			c.Seen = seen
+			if err := t.put(callKey(toolUseID), c); err != nil {
+				return nil, err
+			}
+		}
+		return nil, t.event(KindCallSeen, toolUseID, seenEvent{toolUseID, seen})
+	})
+	return err
+}
+
+type seenEvent struct {
+	ToolUseID string `json:"tool_use_id"`
+	Seen      string `json:"seen"`
+}

@@ -23,6 +23,7 @@
 //	ap/<expires_at ns>/<approval_id>  index: pending approvals by expiry (empty value)
 //	d/<approval_id>                   Decision (never overwrites the approval)
 //	w/<tool_use_id>                   WriteBack
+//	pol/<sha256>                      a policy document, as read
 //	e/<seq>                           Event, the append-only audit chain
 //	m/head                            the last event's seq and hash
 //

@@ -241,3 +241,40 @@ func TestQueries(t *testing.T) {
 		t.Errorf("limit: %v", calls)
 	}
 }
+
+func TestStorePolicyKeepsTheBytes(t *testing.T) {
+	l, _ := openTest(t, nil)
+	doc := []byte("{\"version\": 1,\n  \"default\": \"ask\", \"rules\": []}\n")
+	for range 2 {
+		if err := l.StorePolicy(ctx, "sha-x", doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := l.Policy(ctx, "sha-x")
+	if err != nil || string(got) != string(doc) {
+		t.Fatalf("%q %v", got, err)
+	}
+	if kinds := eventKinds(t, l); fmt.Sprint(kinds) != "[policy_stored]" {
+		t.Errorf("stored twice: %v", kinds)
+	}
+	if _, err := l.Policy(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing policy: %v", err)
+	}
+}
+
+func TestRecordSeen(t *testing.T) {
+	l, _ := openTest(t, nil)
+	propose(t, l, "toolu_1", `{}`)
+	if err := l.RecordSeen(ctx, "toolu_1", "PreToolUse:Bash hook error: denied"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RecordSeen(ctx, "toolu_unknown", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := l.Call(ctx, "toolu_1"); c.Seen != "PreToolUse:Bash hook error: denied" {
+		t.Errorf("seen %q", c.Seen)
+	}
+	if kinds := eventKinds(t, l); fmt.Sprint(kinds) != "[call_proposed call_seen call_seen]" {
+		t.Errorf("audit: %v", kinds)
+	}
+}

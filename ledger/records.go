@@ -15,6 +15,10 @@ type Session struct {
 	ClaudePID       int        `json:"claude_pid,omitempty"`
 	StartedAt       time.Time  `json:"started_at"`
 	EndedAt         *time.Time `json:"ended_at,omitempty"`
+	// Settings is the gate's own configuration of the session (timeouts,
+	// discovered tool schemas ...), kept so that a restarted daemon can
+	// go on gating it. The ledger does not interpret it.
+	Settings json.RawMessage `json:"settings,omitempty"`
 }
 
 // Effect values of decisions and write-backs.
@@ -54,6 +58,7 @@ type Call struct {
 	FailedAt    *time.Time      `json:"failed_at,omitempty"`
 	Decision    *CallDecision   `json:"decision,omitempty"`
 	Outcome     string          `json:"outcome,omitempty"` // what the execution reported, in short
+	Seen        string          `json:"seen,omitempty"`    // what the model saw of the call, in short
 	Executions  int             `json:"executions"`        // attempts to record an execution; more than 1 is a duplicate
 }
 
@@ -129,4 +134,6 @@ const (
 	KindCallExecuted       = "call_executed"
 	KindCallFailed         = "call_failed"
 	KindExecutionDuplicate = "execution_duplicate"
+	KindCallSeen           = "call_seen"
+	KindPolicyStored       = "policy_stored"
 )

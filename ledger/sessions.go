@@ -2,8 +2,12 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 func sessionKey(id string) string { return "s/" + id }
@@ -76,4 +80,40 @@ func (l *Ledger) EndSession(ctx context.Context, id string, at time.Time) (Sessi
 func (l *Ledger) Session(ctx context.Context, id string) (Session, error) {
 	var s Session
 	return s, l.read(sessionKey(id), &s)
+}
+
+func policyKey(sha string) string { return "pol/" + sha }
+
+// StorePolicy keeps a policy document by its sha256, once, so that every
+// decision can be traced to the exact bytes that made it.
+func (l *Ledger) StorePolicy(ctx context.Context, sha string, doc []byte) error {
+	_, err := l.write(ctx, func(t *tx) (any, error) {
+		var existing json.RawMessage
+		found, err := t.get(policyKey(sha), &existing)
+		if err != nil || found {
+			return nil, err
+		}
+		if err := t.set(policyKey(sha), doc); err != nil { // the exact bytes: they are what the sha256 is of
+			return nil, err
+		}
+		return nil, t.event(KindPolicyStored, sha, json.RawMessage(doc))
+	})
+	return err
+}
+
+// Policy returns a stored policy document, or ErrNotFound.
+func (l *Ledger) Policy(ctx context.Context, sha string) ([]byte, error) {
+	var doc []byte
+	err := l.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(policyKey(sha)))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("policy %s: %w", sha, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		doc, err = item.ValueCopy(nil)
+		return err
+	})
+	return doc, err
 }

@@ -26,8 +26,10 @@ EXAMPLES
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
-			policyCommand(),
+			runCommand(),
+			serveCommand(),
 			auditCommand(),
+			policyCommand(),
 		},
 		// Errors become exit codes in exitCode only; urfave must never exit.
 		ExitErrHandler:       func(*cli.Context, error) {},

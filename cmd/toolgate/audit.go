@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/supervisor/api"
 	"github.com/urfave/cli/v2"
 )
 
@@ -20,13 +22,27 @@ created and decided) is an event in an append-only chain: each event carries
 the SHA-256 of the one before it, so a modified, deleted or reordered event
 breaks the chain where it happened.
 
+Without a subcommand it lists the calls through the daemon: when each was
+proposed, what decided it, whether it ran, and what the model saw.
+
 EXAMPLES
+   toolgate audit --session ses_01J...
+   toolgate audit --json | jq '.calls[] | select(.effect == "deny")'
    toolgate audit verify
    toolgate audit export > audit.jsonl && toolgate audit verify --file audit.jsonl
 
 ` + exitStatusHelp,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "session", Usage: "only the calls of this session"},
+			jsonFlag(),
+		},
 		Subcommands: []*cli.Command{auditVerifyCommand(), auditExportCommand()},
-		Action:      helpOrUnknown,
+		Action: func(cliCtx *cli.Context) error {
+			if cliCtx.Args().Present() {
+				return usagef("unknown command %q", cliCtx.Args().First())
+			}
+			return runAuditList(cliCtx.Context, cliCtx.App.Writer, cliCtx.String("session"), cliCtx.Bool("json"))
+		},
 	}
 }
 
@@ -165,4 +181,48 @@ func withLedger(dir string, fn func(*ledger.Ledger) error) error {
 		err = cerr
 	}
 	return err
+}
+
+// runAuditList lists calls through the daemon.
+func runAuditList(ctx context.Context, w io.Writer, session string, asJSON bool) error {
+	client := api.NewClient(gatePaths("").Socket())
+	calls, err := client.Calls(ctx, session)
+	if api.IsUnavailable(err) {
+		return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve (or toolgate audit export --ledger DIR while no daemon runs)", err)}
+	}
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(w, auditJSON{SchemaVersion: 1, Calls: calls})
+	}
+	for _, c := range calls {
+		decided := "undecided"
+		if c.Effect != "" {
+			decided = c.Effect + " by " + c.Source
+			if c.RuleID != "" {
+				decided += " (rule " + c.RuleID + ")"
+			}
+			if c.ReasonCode != "" {
+				decided += " " + c.ReasonCode
+			}
+		}
+		ran := "not run"
+		if c.Executed {
+			ran = "executed"
+		}
+		if c.Executions > 1 {
+			ran = fmt.Sprintf("EXECUTED %d TIMES", c.Executions)
+		}
+		fmt.Fprintf(w, "%s  %s  %-28s proposed -> %s -> %s\n", c.ProposedAt.Local().Format("15:04:05"), c.ToolUseID, c.ToolName, decided, ran)
+		if c.Seen != "" {
+			fmt.Fprintf(w, "    model saw: %s\n", clipText(strings.ReplaceAll(c.Seen, "\n", " "), 160))
+		}
+	}
+	return nil
+}
+
+type auditJSON struct {
+	SchemaVersion int        `json:"schema_version"`
+	Calls         []api.Call `json:"calls"`
 }

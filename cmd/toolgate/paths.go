@@ -1,12 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/toolgate/toolgate/supervisor"
 )
 
 // Where toolgate keeps its state, following the XDG base directory
-// specification. Each has a flag and an environment variable too.
+// specification. Each has a flag or an environment variable too.
 const (
 	ledgerEnv = "TOOLGATE_LEDGER"
 	appName   = "toolgate"
@@ -25,7 +28,24 @@ func xdgDir(env, fallback string) string {
 	return filepath.Join(home, fallback, appName)
 }
 
-// defaultLedgerDir is $XDG_STATE_HOME/toolgate (~/.local/state/toolgate).
-func defaultLedgerDir() string {
-	return filepath.Join(xdgDir("XDG_STATE_HOME", ".local/state"), "ledger")
+// runtimeDir is $XDG_RUNTIME_DIR/toolgate, or a private directory under
+// the system's temporary directory when XDG_RUNTIME_DIR is unset.
+func runtimeDir() string {
+	if dir := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(dir) {
+		return filepath.Join(dir, appName)
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("%s-%d", appName, os.Getuid()))
+}
+
+// gatePaths are the daemon's paths; ledger overrides the ledger directory.
+func gatePaths(ledger string) supervisor.Paths {
+	return supervisor.Paths{RuntimeDir: runtimeDir(), StateDir: xdgDir("XDG_STATE_HOME", ".local/state"), Ledger: ledger}
+}
+
+// defaultLedgerDir is $XDG_STATE_HOME/toolgate/ledger.
+func defaultLedgerDir() string { return gatePaths("").LedgerDir() }
+
+// defaultPolicy is $XDG_CONFIG_HOME/toolgate/policy.json.
+func defaultPolicy() string {
+	return filepath.Join(xdgDir("XDG_CONFIG_HOME", ".config"), "policy.json")
 }

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/toolgate/toolgate/supervisor"
+	"github.com/urfave/cli/v2"
+)
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run claude with every tool call gated",
+		ArgsUsage: "-- claude [claude arguments]",
+		Description: `Validates the policy, makes sure the daemon runs (starting it when needed),
+registers a session, and runs claude with toolgate's hook and permission-prompt
+tool added to your arguments. claude's output passes through untouched. At the
+end it prints a one-line summary on stderr, writes the JSON report (--report)
+and exits with a code a script can branch on.
+
+The first word after -- is the claude executable; without it, --claude (or
+TOOLGATE_CLAUDE, or claude on PATH) is used.
+
+EXAMPLES
+   toolgate run --policy policy.json -- claude -p "fix the failing test"
+   toolgate run --report run.json --approval-timeout 10m -- claude -p --output-format json "tidy up"
+   toolgate run --on-ask deny -- claude -p "nightly cleanup"   # unattended: asks are denied no_approver
+
+EXIT STATUS
+   0    claude succeeded and no call was denied
+   N    claude's own exit code, when it failed for its own reasons
+   64   bad command line, or claude arguments that would bypass the gate
+   69   the gate could not start (daemon or ledger); claude was not started
+   75   at least one approval expired (a timeout: retry later)
+   77   at least one call was denied (policy, person, schema ...), none expired
+   78   the policy document is invalid; claude was not started`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "policy", Usage: "the policy file", EnvVars: []string{policyEnv}, Value: defaultPolicy(), DefaultText: "$XDG_CONFIG_HOME/toolgate/policy.json"},
+			&cli.StringFlag{Name: "report", Usage: "write the JSON report to `FILE`", EnvVars: []string{"TOOLGATE_REPORT"}},
+			&cli.DurationFlag{Name: "approval-timeout", Usage: "how long an ask waits for a person", EnvVars: []string{"TOOLGATE_APPROVAL_TIMEOUT"}, Value: supervisor.DefaultApprovalTimeout},
+			&cli.StringFlag{Name: "on-ask", Usage: "wait (for a person) or deny (unattended)", EnvVars: []string{"TOOLGATE_ON_ASK"}, Value: "wait"},
+			&cli.StringFlag{Name: "claude", Usage: "the claude executable", EnvVars: []string{"TOOLGATE_CLAUDE"}, Value: "claude"},
+			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
+		},
+		Action: func(cliCtx *cli.Context) error {
+			cfg, err := newRunConfig(cliCtx)
+			if err != nil {
+				return err
+			}
+			report, err := supervisor.Run(cliCtx.Context, cfg)
+			var argsErr *supervisor.ArgsError
+			switch {
+			case errors.As(err, &argsErr):
+				return &usageError{argsErr.Msg}
+			case errors.As(err, new(*supervisor.UnavailableError)):
+				return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve in another terminal to see why, or check %s", err, gatePaths("").LogFile())}
+			case err != nil:
+				return err
+			}
+			if report.ExitCode != 0 {
+				return &exitStatus{report.ExitCode}
+			}
+			return nil
+		},
+	}
+}
+
+func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
+	onAsk := cliCtx.String("on-ask")
+	if onAsk != "wait" && onAsk != "deny" {
+		return supervisor.RunConfig{}, usagef("--on-ask must be wait or deny, not %q", onAsk)
+	}
+	args := cliCtx.Args().Slice()
+	claude := cliCtx.String("claude")
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		claude, args = args[0], args[1:]
+	}
+	claudePath, err := exec.LookPath(claude)
+	if err != nil {
+		return supervisor.RunConfig{}, &gateUnavailable{fmt.Errorf("claude not found (%v)\nTry: --claude PATH or TOOLGATE_CLAUDE", err)}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return supervisor.RunConfig{}, err
+	}
+	hook := cliCtx.String("hook")
+	if hook == "" {
+		hook = filepath.Join(filepath.Dir(self), "toolgate-hook")
+	}
+	if _, err := os.Stat(hook); err != nil {
+		return supervisor.RunConfig{}, &gateUnavailable{fmt.Errorf("the hook binary is missing: %v\nTry: go build -o bin/ ./cmd/... and run bin/toolgate, or set --hook", err)}
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return supervisor.RunConfig{}, err
+	}
+	home, _ := os.UserHomeDir()
+	return supervisor.RunConfig{
+		Paths:           gatePaths(os.Getenv(ledgerEnv)),
+		PolicyPath:      cliCtx.String("policy"),
+		ReportPath:      cliCtx.String("report"),
+		ApprovalTimeout: cliCtx.Duration("approval-timeout"),
+		OnAsk:           onAsk,
+		Claude:          claudePath,
+		ClaudeArgs:      args,
+		Hook:            hook,
+		Self:            self,
+		Version:         version,
+		Env:             os.Environ(),
+		Cwd:             cwd,
+		Home:            home,
+		Stdin:           cliCtx.App.Reader,
+		Stdout:          cliCtx.App.Writer,
+		Stderr:          cliCtx.App.ErrWriter,
+	}, nil
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/toolgate/toolgate/supervisor"
+	"github.com/urfave/cli/v2"
+)
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run the gate daemon in the foreground",
+		Description: `The daemon is the only process that opens the ledger. It listens on
+$XDG_RUNTIME_DIR/toolgate/gate.sock (0600, in a 0700 directory) for the hook,
+the prompt tool, toolgate run and the CLI, and refuses other users. Run it
+under systemd (examples/systemd) or let toolgate run start it on demand: a
+daemon started that way exits after --idle-exit with no session.
+
+EXAMPLES
+   toolgate serve
+   toolgate serve --ledger /var/tmp/toolgate-ledger --idle-exit 10m
+
+EXIT STATUS
+   0    stopped by SIGTERM or SIGINT, or idle
+   69   the ledger or the socket is unavailable, or a daemon already runs`,
+		Flags: []cli.Flag{
+			ledgerFlag(),
+			&cli.DurationFlag{Name: "idle-exit", Usage: "exit after this long with no session and no request (0: never)", EnvVars: []string{"TOOLGATE_IDLE_EXIT"}},
+			&cli.IntFlag{Name: "ready-fd", Hidden: true, Usage: "write \"ready\" to this file descriptor once listening"},
+		},
+		Action: func(cliCtx *cli.Context) error {
+			cfg := supervisor.DaemonConfig{
+				Paths:    gatePaths(cliCtx.String("ledger")),
+				Logger:   slog.New(slog.NewTextHandler(cliCtx.App.ErrWriter, nil)),
+				Version:  version,
+				IdleExit: cliCtx.Duration("idle-exit"),
+			}
+			if fd := cliCtx.Int("ready-fd"); fd > 0 {
+				ready := os.NewFile(uintptr(fd), "ready")
+				defer ready.Close()
+				cfg.Ready = ready
+			}
+			err := supervisor.ServeDaemon(cliCtx.Context, cfg)
+			if errors.Is(err, supervisor.ErrDaemonRunning) {
+				return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate audit, or stop the running daemon first", err)}
+			}
+			if err != nil {
+				return &gateUnavailable{err}
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,12 @@
+// Package e2e holds toolgate's end-to-end tests: the real Claude Code CLI
+// (the pinned version, installed with npm into a cache directory when it is
+// missing), a scripted Messages API on loopback (package modelscript), a
+// small MCP server fixture, and the real toolgate binaries, daemon and
+// ledger. Fakes are for the model's replies and the user's MCP server only.
+//
+// Environment:
+//
+//	TOOLGATE_CLAUDE_VERSION  the Claude Code version to test (default: the pinned one)
+//	TOOLGATE_CLAUDE          a claude executable to use instead of installing one
+//	XDG_CACHE_HOME           where the CLI is installed (toolgate/claude-code/VERSION)
+package e2e

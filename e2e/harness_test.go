@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/modelscript"
+	"github.com/toolgate/toolgate/supervisor"
+	"github.com/toolgate/toolgate/supervisor/api"
+)
+
+// world is one isolated toolgate installation: its own XDG directories
+// (so its own daemon and ledger), a HOME for claude, and a project.
+type world struct {
+	t       *testing.T
+	root    string
+	runtime string // XDG_RUNTIME_DIR: short, for the socket path limit
+	project string
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	root := t.TempDir()
+	runtime, err := os.MkdirTemp("", "tg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{t: t, root: root, runtime: runtime, project: filepath.Join(root, "project")}
+	for _, d := range []string{w.project, filepath.Join(root, "home"), filepath.Join(root, "state"), filepath.Join(root, "config")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		w.stopDaemon()
+		os.RemoveAll(runtime)
+	})
+	return w
+}
+
+// env is the environment of toolgate and, through it, of claude.
+func (w *world) env(model *modelscript.Server) []string {
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + filepath.Join(w.root, "home"),
+		"XDG_RUNTIME_DIR=" + w.runtime,
+		"XDG_STATE_HOME=" + filepath.Join(w.root, "state"),
+		"XDG_CONFIG_HOME=" + filepath.Join(w.root, "config"),
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"TOOLGATE_CLAUDE=" + claudeBin,
+		"TOOLGATE_HOOK=" + hookBin,
+	}
+	if model != nil {
+		env = append(env, "ANTHROPIC_BASE_URL="+model.URL, "ANTHROPIC_API_KEY=sk-test")
+	}
+	return env
+}
+
+func (w *world) paths() supervisor.Paths {
+	return supervisor.Paths{RuntimeDir: filepath.Join(w.runtime, "toolgate"), StateDir: filepath.Join(w.root, "state", "toolgate")}
+}
+
+func (w *world) client() *api.Client { return api.NewClient(w.paths().Socket()) }
+
+// stopDaemon ends the world's daemon, if one runs.
+func (w *world) stopDaemon() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := w.client().Status(ctx)
+	if err != nil {
+		return
+	}
+	if p, err := os.FindProcess(st.PID); err == nil {
+		p.Signal(os.Interrupt)
+		waitGone(st.PID, 10*time.Second)
+	}
+}
+
+func (w *world) writeFile(name, content string) string {
+	w.t.Helper()
+	path := filepath.Join(w.project, name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		w.t.Fatal(err)
+	}
+	return path
+}
+
+// result is one finished toolgate run.
+type result struct {
+	code   int
+	stdout string
+	stderr string
+	report supervisor.Report
+	claude claudeResult
+	model  *modelscript.Server
+}
+
+// claudeResult is claude's own --output-format json result.
+type claudeResult struct {
+	IsError           bool   `json:"is_error"`
+	Result            string `json:"result"`
+	SessionID         string `json:"session_id"`
+	PermissionDenials []struct {
+		ToolUseID string `json:"tool_use_id"`
+	} `json:"permission_denials"`
+}
+
+// runArgs configure one run.
+type runArgs struct {
+	script    []modelscript.Step
+	policy    string   // the policy document
+	mcp       string   // the --mcp-config value for the user's servers, if any
+	toolgate  []string // extra toolgate run flags
+	claudeEnv []string
+}
+
+// run runs toolgate run -- claude -p on a scripted model and returns what
+// came out.
+func (w *world) run(a runArgs) result {
+	w.t.Helper()
+	cmd, _, finish := w.start(a)
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			w.t.Fatalf("toolgate run: %v", err)
+		}
+	}
+	return finish(cmd)
+}
+
+// start prepares a run; the caller runs cmd and then calls finish.
+func (w *world) start(a runArgs) (*exec.Cmd, *result, func(*exec.Cmd) result) {
+	w.t.Helper()
+	model, err := modelscript.Start(a.script)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() { model.Close() })
+	dir := w.t.TempDir()
+	policyFile := filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(policyFile, []byte(a.policy), 0o600); err != nil {
+		w.t.Fatal(err)
+	}
+	reportFile := filepath.Join(dir, "report.json")
+	args := append([]string{"run", "--policy", policyFile, "--report", reportFile}, a.toolgate...)
+	args = append(args, "--", claudeBin, "-p", "--output-format", "json")
+	if a.mcp != "" {
+		args = append(args, "--mcp-config", a.mcp)
+	}
+	args = append(args, "--", "do the task")
+	cmd := exec.Command(toolgateBin, args...)
+	cmd.Dir = w.project
+	cmd.Env = append(w.env(model), a.claudeEnv...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	res := &result{model: model}
+	return cmd, res, func(cmd *exec.Cmd) result {
+		res.code = cmd.ProcessState.ExitCode()
+		res.stdout, res.stderr = stdout.String(), stderr.String()
+		if data, err := os.ReadFile(reportFile); err == nil {
+			if err := json.Unmarshal(data, &res.report); err != nil {
+				w.t.Fatalf("report: %v", err)
+			}
+		}
+		json.Unmarshal([]byte(res.stdout), &res.claude)
+		w.t.Logf("toolgate run exited %d\nstderr:\n%s", res.code, res.stderr)
+		return *res
+	}
+}
+
+// call returns the report's entry for a tool_use_id.
+func (r result) call(t *testing.T, id string) supervisor.ReportCall {
+	t.Helper()
+	for _, c := range r.report.Calls {
+		if c.ToolUseID == id {
+			return c
+		}
+	}
+	t.Fatalf("no call %s in the report: %+v", id, r.report.Calls)
+	return supervisor.ReportCall{}
+}
+
+// saw returns what the model saw as the result of a call.
+func (r result) saw(t *testing.T, id string) modelscript.Result {
+	t.Helper()
+	res, ok := r.model.ToolResults()[id]
+	if !ok {
+		t.Fatalf("the model never saw a result for %s", id)
+	}
+	return res
+}
+
+// audit lists the calls the daemon recorded for a session, through the CLI.
+func (w *world) audit(session string) []api.Call {
+	w.t.Helper()
+	cmd := exec.Command(toolgateBin, "audit", "--session", session, "--json")
+	cmd.Env = w.env(nil)
+	out, err := cmd.Output()
+	if err != nil {
+		w.t.Fatalf("toolgate audit: %v", err)
+	}
+	var doc struct {
+		Calls []api.Call `json:"calls"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		w.t.Fatalf("toolgate audit --json: %v: %s", err, out)
+	}
+	return doc.Calls
+}
+
+func waitGone(pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if p, err := os.FindProcess(pid); err != nil || p.Signal(syscall.Signal(0)) != nil {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+func contains(t *testing.T, what, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			t.Errorf("%s lacks %q:\n%s", what, sub, s)
+		}
+	}
+}
+
+func bash(id, command string) modelscript.ToolUse {
+	return modelscript.ToolUse{ID: id, Name: "Bash", Input: map[string]string{"command": command, "description": "step"}}
+}
+
+func step(uses ...modelscript.ToolUse) modelscript.Step { return modelscript.Step{ToolUses: uses} }

@@ -1,0 +1,143 @@
+// Package prompttool is the permission_prompt MCP tool that Claude Code
+// calls (--permission-prompt-tool) for every call it would ask a person
+// about. It is a thin mcp-go adapter over Decider: denials are tool
+// results, and a Go error means the protocol itself failed. It must not
+// import the ledger.
+package prompttool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/tidwall/gjson"
+)
+
+// ToolName is the tool's name; Claude Code knows it as
+// mcp__<server>__permission_prompt.
+const ToolName = "permission_prompt"
+
+// Request is one permission prompt: the call Claude Code wants to make.
+type Request struct {
+	ToolName  string
+	ToolUseID string
+	Input     json.RawMessage // exactly as submitted
+	// Progress, when not nil, tells Claude Code that the decision is still
+	// being waited for (it resets the CLI's idle watchdog).
+	Progress func(message string)
+}
+
+// Answer is the decision on a prompt.
+type Answer struct {
+	Allow      bool
+	Input      json.RawMessage // the input to run on allow; the submitted one when nil
+	Message    string          // shown to the model on deny
+	ReasonCode string
+	RuleID     string
+}
+
+// Decider decides permission prompts.
+type Decider interface {
+	Decide(ctx context.Context, r Request) (Answer, error)
+}
+
+// Tool returns the permission_prompt tool and its handler.
+func Tool(d Decider) (mcp.Tool, server.ToolHandlerFunc) {
+	tool := mcp.NewTool(ToolName,
+		mcp.WithDescription("Decides whether a Claude Code tool call may run: toolgate's policy, schema checks and approvals."),
+		mcp.WithString("tool_name", mcp.Required(), mcp.Description("The tool Claude Code wants to call.")),
+		mcp.WithObject("input", mcp.Required(), mcp.Description("The tool's input.")),
+		mcp.WithString("tool_use_id", mcp.Description("The id of the tool_use block.")),
+	)
+	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		r, err := request(ctx, req)
+		if err != nil {
+			return answer(Answer{Message: "toolgate could not read this permission request: " + err.Error() +
+				" Do not retry the same call with the same arguments.", ReasonCode: "bad_request"}, nil), nil
+		}
+		a, err := d.Decide(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("permission_prompt: %w", err)
+		}
+		return answer(a, r.Input), nil
+	}
+}
+
+// request decodes the prompt's arguments, keeping the input's exact bytes.
+func request(ctx context.Context, req mcp.CallToolRequest) (Request, error) {
+	raw := req.Params.RawArguments
+	if len(raw) == 0 {
+		b, err := json.Marshal(req.Params.Arguments)
+		if err != nil {
+			return Request{}, err
+		}
+		raw = b
+	}
+	args := gjson.ParseBytes(raw)
+	r := Request{ToolName: args.Get("tool_name").String(), ToolUseID: args.Get("tool_use_id").String()}
+	input := args.Get("input")
+	if r.ToolName == "" || !input.IsObject() {
+		return r, fmt.Errorf("tool_name and an input object are required")
+	}
+	r.Input = json.RawMessage(input.Raw)
+	if meta := req.Params.Meta; meta != nil {
+		if id, ok := meta.AdditionalFields["claudecode/toolUseId"].(string); ok && r.ToolUseID == "" {
+			r.ToolUseID = id
+		}
+		if meta.ProgressToken != nil {
+			r.Progress = progress(ctx, meta.ProgressToken)
+		}
+	}
+	if r.ToolUseID == "" {
+		return r, fmt.Errorf("tool_use_id is missing")
+	}
+	return r, nil
+}
+
+// progress sends MCP progress notifications on the request's token.
+func progress(ctx context.Context, token mcp.ProgressToken) func(string) {
+	n := 0
+	return func(message string) {
+		srv := server.ServerFromContext(ctx)
+		if srv == nil {
+			return
+		}
+		n++
+		srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+			"progressToken": token, "progress": n, "message": message})
+	}
+}
+
+// answer is the tool result Claude Code expects: one text block whose text
+// is the JSON decision. reason_code and rule_id travel beside behavior for
+// other readers; the CLI ignores them.
+func answer(a Answer, submitted json.RawMessage) *mcp.CallToolResult {
+	var doc map[string]any
+	if a.Allow {
+		input := a.Input
+		if input == nil {
+			input = submitted
+		}
+		// Always echo the input: some CLI versions reject an allow without it.
+		doc = map[string]any{"behavior": "allow", "updatedInput": input}
+	} else {
+		doc = map[string]any{"behavior": "deny", "message": a.Message}
+	}
+	if a.ReasonCode != "" {
+		doc["reason_code"] = a.ReasonCode
+	}
+	if a.RuleID != "" {
+		doc["rule_id"] = a.RuleID
+	}
+	b, _ := json.Marshal(doc)
+	return mcp.NewToolResultText(string(b))
+}
+
+// NewServer returns an MCP server with the permission_prompt tool.
+func NewServer(d Decider, version string) *server.MCPServer {
+	s := server.NewMCPServer("toolgate", version, server.WithToolCapabilities(false), server.WithRecovery())
+	s.AddTool(Tool(d))
+	return s
+}

@@ -1,0 +1,171 @@
+package prompttool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/mcptest"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// decider answers from a function and remembers the last request.
+type decider struct {
+	fn   func(Request) (Answer, error)
+	last Request
+}
+
+func (d *decider) Decide(_ context.Context, r Request) (Answer, error) {
+	d.last = r
+	return d.fn(r)
+}
+
+func TestToolSchemaGolden(t *testing.T) {
+	tool, _ := Tool(&decider{})
+	got, err := json.MarshalIndent(tool, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const golden = "testdata/permission_prompt.golden.json"
+	if *update {
+		os.WriteFile(golden, append(got, '\n'), 0o644)
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./prompttool -update)", err)
+	}
+	if strings.TrimSpace(string(want)) != string(got) {
+		t.Errorf("the tool's schema changed; if on purpose, run go test ./prompttool -update\ngot:\n%s", got)
+	}
+}
+
+func call(t *testing.T, d Decider, args string) (string, bool) {
+	t.Helper()
+	srv, err := mcptest.NewServer(t, server.ServerTool{Tool: first(Tool(d)), Handler: second(Tool(d))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var req mcp.CallToolRequest
+	req.Params.Name = ToolName
+	var a map[string]any
+	json.Unmarshal([]byte(args), &a)
+	req.Params.Arguments = a
+	res, err := srv.Client().CallTool(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Content) != 1 {
+		t.Fatalf("want exactly one content block, got %d", len(res.Content))
+	}
+	text, ok := res.Content[0].(mcp.TextContent)
+	if !ok {
+		t.Fatalf("content %T", res.Content[0])
+	}
+	return text.Text, res.IsError
+}
+
+func first(t mcp.Tool, _ server.ToolHandlerFunc) mcp.Tool                { return t }
+func second(_ mcp.Tool, h server.ToolHandlerFunc) server.ToolHandlerFunc { return h }
+
+func TestAllowEchoesTheInput(t *testing.T) {
+	d := &decider{fn: func(Request) (Answer, error) { return Answer{Allow: true, RuleID: "r"}, nil }}
+	text, isErr := call(t, d, `{"tool_name":"Bash","input":{"command":"echo hi","n":12345678901234567890},"tool_use_id":"toolu_1"}`)
+	if isErr {
+		t.Fatal("an allow is not an error")
+	}
+	var got struct {
+		Behavior     string          `json:"behavior"`
+		UpdatedInput json.RawMessage `json:"updatedInput"`
+	}
+	if err := json.Unmarshal([]byte(text), &got); err != nil || got.Behavior != "allow" {
+		t.Fatalf("%s: %v", text, err)
+	}
+	if d.last.ToolName != "Bash" || d.last.ToolUseID != "toolu_1" || !strings.Contains(string(d.last.Input), `"command":"echo hi"`) {
+		t.Errorf("request %+v", d.last)
+	}
+	if !strings.Contains(string(got.UpdatedInput), `"command":"echo hi"`) {
+		t.Errorf("updatedInput %s", got.UpdatedInput)
+	}
+}
+
+func TestDenyIsAToolResult(t *testing.T) {
+	d := &decider{fn: func(Request) (Answer, error) {
+		return Answer{Message: "toolgate denied this call (rule r, reason_code x)", ReasonCode: "x", RuleID: "r"}, nil
+	}}
+	text, _ := call(t, d, `{"tool_name":"Read","input":{"file_path":".env"},"tool_use_id":"toolu_2"}`)
+	var got map[string]any
+	json.Unmarshal([]byte(text), &got)
+	if got["behavior"] != "deny" || got["message"] != "toolgate denied this call (rule r, reason_code x)" || got["reason_code"] != "x" {
+		t.Errorf("answer %s", text)
+	}
+}
+
+func TestBadArgumentsAreDenied(t *testing.T) {
+	d := &decider{fn: func(Request) (Answer, error) { return Answer{Allow: true}, nil }}
+	for _, args := range []string{`{"tool_name":"Bash","input":{"command":"x"}}`, `{"input":{}}`, `{"tool_name":"Bash","input":"x","tool_use_id":"t"}`} {
+		text, _ := call(t, d, args)
+		if !strings.Contains(text, `"behavior":"deny"`) {
+			t.Errorf("%s: %s", args, text)
+		}
+	}
+}
+
+func TestDeciderFailureIsAProtocolError(t *testing.T) {
+	d := &decider{fn: func(Request) (Answer, error) { return Answer{}, errors.New("daemon gone") }}
+	srv, err := mcptest.NewServer(t, server.ServerTool{Tool: first(Tool(d)), Handler: second(Tool(d))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var req mcp.CallToolRequest
+	req.Params.Name = ToolName
+	req.Params.Arguments = map[string]any{"tool_name": "Bash", "input": map[string]any{}, "tool_use_id": "t"}
+	res, err := srv.Client().CallTool(context.Background(), req)
+	if err == nil && (res == nil || !res.IsError) {
+		t.Fatalf("a failing decider must not look like an answer: %+v", res)
+	}
+}
+
+func TestHostNeedsTheToken(t *testing.T) {
+	d := &decider{fn: func(Request) (Answer, error) { return Answer{Allow: true}, nil }}
+	h, err := Listen(d, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	resp, err := http.Post(h.URL, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("without a token: %d", resp.StatusCode)
+	}
+	c, err := client.NewStreamableHttpClient(h.URL, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + h.Token}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != ToolName {
+		t.Fatalf("tools %+v %v", tools, err)
+	}
+}

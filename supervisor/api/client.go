@@ -1,0 +1,169 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client talks to the daemon over its Unix socket. Its zero value is not
+// usable: set SocketPath. It is safe for concurrent use.
+type Client struct {
+	SocketPath string
+	// Timeout bounds each request; none when 0.
+	Timeout time.Duration
+
+	http *http.Client
+}
+
+// NewClient returns a client of the daemon listening on socketPath.
+func NewClient(socketPath string) *Client {
+	c := &Client{SocketPath: socketPath}
+	c.http = &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socketPath)
+		},
+		MaxIdleConns:      4,
+		DisableKeepAlives: false,
+	}}
+	return c
+}
+
+// UnavailableError is a daemon that could not be reached.
+type UnavailableError struct {
+	SocketPath string
+	Err        error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("the toolgate daemon is not reachable at %s: %v", e.SocketPath, e.Err)
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// IsUnavailable reports whether err means the daemon could not be reached.
+func IsUnavailable(err error) bool { var e *UnavailableError; return errors.As(err, &e) }
+
+// StatusError is an error the daemon answered.
+type StatusError struct {
+	Status int
+	Err    Error
+}
+
+func (e *StatusError) Error() string { return e.Err.Message }
+
+// ErrorCode returns the daemon's error code of err, or "".
+func ErrorCode(err error) string {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Err.Code
+	}
+	return ""
+}
+
+// do sends a request with an optional JSON body and decodes the answer.
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://toolgate"+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set(HeaderProtocol, strconv.Itoa(ProtocolVersion))
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return &UnavailableError{SocketPath: c.SocketPath, Err: err}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return &UnavailableError{SocketPath: c.SocketPath, Err: err}
+	}
+	if resp.StatusCode != http.StatusOK {
+		se := &StatusError{Status: resp.StatusCode}
+		if json.Unmarshal(data, &se.Err) != nil || se.Err.Message == "" {
+			se.Err = Error{Message: strings.TrimSpace(string(data)), Code: "http_" + strconv.Itoa(resp.StatusCode)}
+		}
+		return se
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}
+
+// Status asks the daemon how it is.
+func (c *Client) Status(ctx context.Context) (StatusResponse, error) {
+	var r StatusResponse
+	return r, c.do(ctx, http.MethodGet, "/v1/status", nil, &r)
+}
+
+// Register registers a session.
+func (c *Client) Register(ctx context.Context, r RegisterRequest) (Session, error) {
+	var s Session
+	return s, c.do(ctx, http.MethodPost, "/v1/sessions", r, &s)
+}
+
+// Session returns a session.
+func (c *Client) Session(ctx context.Context, id string) (Session, error) {
+	var s Session
+	return s, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &s)
+}
+
+// EndSession marks a session ended.
+func (c *Client) EndSession(ctx context.Context, id string) (Session, error) {
+	var s Session
+	return s, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/end", nil, &s)
+}
+
+// SessionCalls lists the calls of one session.
+func (c *Client) SessionCalls(ctx context.Context, id string) ([]Call, error) {
+	var r CallsResponse
+	return r.Calls, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/calls", nil, &r)
+}
+
+// Calls lists calls, of one session when sessionID is set.
+func (c *Client) Calls(ctx context.Context, sessionID string) ([]Call, error) {
+	var r CallsResponse
+	path := "/v1/calls"
+	if sessionID != "" {
+		path += "?session=" + url.QueryEscape(sessionID)
+	}
+	return r.Calls, c.do(ctx, http.MethodGet, path, nil, &r)
+}
+
+// Hook forwards one hook event.
+func (c *Client) Hook(ctx context.Context, r HookRequest) (HookResponse, error) {
+	var out HookResponse
+	return out, c.do(ctx, http.MethodPost, "/v1/hook", r, &out)
+}
+
+// Prompt asks the gate to decide one permission_prompt call.
+func (c *Client) Prompt(ctx context.Context, r PromptRequest) (Verdict, error) {
+	var v Verdict
+	return v, c.do(ctx, http.MethodPost, "/v1/prompt", r, &v)
+}

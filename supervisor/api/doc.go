@@ -1,0 +1,49 @@
+// Package api is the protocol between toolgate's daemon (toolgate serve)
+// and everything that talks to it: the hook binary, the permission-prompt
+// tool, toolgate run and the CLI. It holds the wire types, the routes, the
+// protocol version and the one client. It imports the standard library
+// only, so that the lean hook binary can link it.
+//
+// # Transport
+//
+// HTTP/1.1 over a Unix socket (gate.sock, in $XDG_RUNTIME_DIR/toolgate).
+// The socket's directory is 0700 and the socket 0600; the daemon reads the
+// caller's uid and pid with SO_PEERCRED and refuses other uids and any
+// request that carries an Origin or Referer header (a browser).
+//
+// Every request and response carries the header Toolgate-Protocol with
+// ProtocolVersion; a request with another version is refused with code
+// "protocol_mismatch". Errors are {"error": "...", "code": "..."} with an
+// HTTP status that fits.
+//
+// # Routes
+//
+//	GET  /v1/status                  StatusResponse
+//	POST /v1/sessions                RegisterRequest -> Session
+//	GET  /v1/sessions/{id}           Session
+//	POST /v1/sessions/{id}/end       -> Session
+//	GET  /v1/sessions/{id}/calls     CallsResponse
+//	GET  /v1/calls                   CallsResponse (?session=ID to filter)
+//	POST /v1/hook                    HookRequest -> HookResponse
+//	POST /v1/prompt                  PromptRequest -> Verdict
+package api
+
+// ProtocolVersion is the version of this protocol. History:
+//
+//   - 1: 2026-11-29: sessions, hook events, the permission prompt, calls.
+const ProtocolVersion = 1
+
+// HeaderProtocol carries ProtocolVersion on every request and response.
+const HeaderProtocol = "Toolgate-Protocol"
+
+// Routes, as Go 1.22 mux patterns.
+const (
+	RouteStatus       = "GET /v1/status"
+	RouteRegister     = "POST /v1/sessions"
+	RouteSession      = "GET /v1/sessions/{id}"
+	RouteEndSession   = "POST /v1/sessions/{id}/end"
+	RouteSessionCalls = "GET /v1/sessions/{id}/calls"
+	RouteCalls        = "GET /v1/calls"
+	RouteHook         = "POST /v1/hook"
+	RoutePrompt       = "POST /v1/prompt"
+)

@@ -1,0 +1,267 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate/policy"
+	"github.com/toolgate/toolgate/prompttool"
+	"github.com/toolgate/toolgate/supervisor/api"
+)
+
+// RunConfig configures one supervised claude.
+type RunConfig struct {
+	Paths           Paths
+	PolicyPath      string
+	ReportPath      string        // where to write the JSON report; none when ""
+	ApprovalTimeout time.Duration // DefaultApprovalTimeout when 0
+	OnAsk           string        // "wait" or "deny"
+	Claude          string        // the claude executable
+	ClaudeArgs      []string      // the user's own arguments
+	Hook            string        // the toolgate-hook executable
+	Self            string        // the toolgate executable (to start the daemon)
+	Version         string
+	Env             []string // claude's environment, before toolgate's additions
+	Cwd, Home       string
+	Stdin           io.Reader
+	Stdout, Stderr  io.Writer
+	Logger          *slog.Logger
+}
+
+// HookTimeout is the timeout toolgate run gives its hook in Claude Code's
+// settings, in seconds. The hook answers by itself well before it (see
+// hook.Timeout): a hook killed at its timeout would be "no verdict".
+const HookTimeout = 30
+
+// PromptToolName is the prompt tool as Claude Code names it.
+const PromptToolName = "mcp__toolgate__" + prompttool.ToolName
+
+// Run gates one claude process from start to end and returns the report;
+// its ExitCode is what toolgate run exits with. An error means claude was
+// not started: a *policy.LoadErrors (exit 78), an *ArgsError (64), or the
+// gate could not start (69).
+func Run(ctx context.Context, cfg RunConfig) (Report, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	doc, err := os.ReadFile(cfg.PolicyPath)
+	if err != nil {
+		return Report{}, fmt.Errorf("read policy: %w", err)
+	}
+	pol, err := policy.Parse(cfg.PolicyPath, doc)
+	if err != nil {
+		return Report{}, err
+	}
+	if err := checkClaudeArgs(cfg.ClaudeArgs); err != nil {
+		return Report{}, err
+	}
+	start := StartConfig{Paths: cfg.Paths, Self: cfg.Self, IdleExit: 5 * time.Minute}
+	client, err := EnsureDaemon(ctx, start)
+	if err != nil {
+		return Report{}, &UnavailableError{err}
+	}
+	tools, errs := DiscoverTools(ctx, cfg.ClaudeArgs, cfg.Cwd, cfg.Env, 15*time.Second)
+	for _, err := range errs {
+		fmt.Fprintf(cfg.Stderr, "toolgate: warning: %v (its tools are not schema-checked)\n", err)
+	}
+	timeout := cfg.ApprovalTimeout
+	if timeout <= 0 {
+		timeout = DefaultApprovalTimeout
+	}
+	sess, err := client.Register(ctx, api.RegisterRequest{Policy: doc, PolicyName: cfg.PolicyPath,
+		ApprovalTimeout: api.Duration(timeout), OnAsk: cfg.OnAsk, Cwd: cfg.Cwd, Home: cfg.Home,
+		SupervisorPID: os.Getpid(), Tools: tools})
+	if err != nil {
+		return Report{}, &UnavailableError{fmt.Errorf("register the session: %w", err)}
+	}
+	r := &runner{cfg: cfg, log: log, client: client, start: start, session: sess.ID, timeout: timeout}
+	report, err := r.run(ctx)
+	report.Policy = ReportPolicy{Path: cfg.PolicyPath, Version: pol.Version, SHA256: pol.SHA256}
+	return report, err
+}
+
+// UnavailableError is the gate failing to start: claude was not started.
+type UnavailableError struct{ Err error }
+
+func (e *UnavailableError) Error() string { return "the gate could not start: " + e.Err.Error() }
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+type runner struct {
+	cfg     RunConfig
+	log     *slog.Logger
+	client  *api.Client
+	start   StartConfig
+	session string
+	timeout time.Duration
+	spool   string
+
+	mu          sync.Mutex
+	restartWarn bool
+}
+
+func (r *runner) run(ctx context.Context) (Report, error) {
+	started := time.Now().UTC()
+	tmp, err := os.MkdirTemp("", "toolgate-run-")
+	if err != nil {
+		return Report{}, err
+	}
+	defer os.RemoveAll(tmp)
+	host, err := prompttool.Listen(&promptDecider{r: r}, r.cfg.Version)
+	if err != nil {
+		return Report{}, &UnavailableError{err}
+	}
+	defer host.Close()
+	r.spool = r.cfg.Paths.SpoolFile(r.session)
+	defer os.Remove(r.spool)
+	args, err := r.claudeArgs(tmp, host)
+	if err != nil {
+		return Report{}, err
+	}
+	cmd := exec.Command(r.cfg.Claude, args...)
+	cmd.Dir = r.cfg.Cwd
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.cfg.Stdin, r.cfg.Stdout, r.cfg.Stderr
+	cmd.Env = append(append([]string{}, r.cfg.Env...),
+		"TOOLGATE_SESSION="+r.session, "TOOLGATE_SOCKET="+r.cfg.Paths.Socket(), "TOOLGATE_SPOOL="+r.spool)
+	c, err := startChild(cmd)
+	if err != nil {
+		return Report{}, fmt.Errorf("start claude: %w", err)
+	}
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	go r.watchDaemon(watchCtx)
+	claudeCode := c.wait()
+	stopWatch()
+	c.stopGroup(3 * time.Second)
+	return r.finish(context.WithoutCancel(ctx), started, claudeCode), nil
+}
+
+// claudeArgs writes the settings and MCP config files (0600, in a private
+// temporary directory: the prompt tool's token is never on a command line)
+// and returns claude's arguments: toolgate's, then the user's.
+func (r *runner) claudeArgs(dir string, host *prompttool.Host) ([]string, error) {
+	hook := shellQuote(r.cfg.Hook)
+	entry := []map[string]any{{"matcher": "*", "hooks": []map[string]any{{"type": "command", "command": hook, "timeout": HookTimeout}}}}
+	settings := map[string]any{"hooks": map[string]any{"PreToolUse": entry, "PostToolUse": entry,
+		"PostToolUseFailure": entry, "PostToolBatch": entry}}
+	// The CLI's own timeout for the prompt tool must be longer than any
+	// approval wait, so that the gate's expiry always answers first.
+	mcpTimeout := (r.timeout + 5*time.Minute).Milliseconds()
+	mcpConfig := map[string]any{"mcpServers": map[string]any{"toolgate": map[string]any{
+		"type": "http", "url": host.URL, "headers": map[string]string{"Authorization": "Bearer " + host.Token},
+		"timeout": mcpTimeout}}}
+	settingsFile, mcpFile := filepath.Join(dir, "settings.json"), filepath.Join(dir, "mcp.json")
+	for path, v := range map[string]any{settingsFile: settings, mcpFile: mcpConfig} {
+		b, _ := json.Marshal(v)
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	args := []string{"--settings", settingsFile, "--mcp-config", mcpFile, "--permission-prompt-tool", PromptToolName}
+	return append(args, r.cfg.ClaudeArgs...), nil
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// watchDaemon brings the daemon back when it dies while claude runs. The
+// daemon lock tells whether it lives.
+func (r *runner) watchDaemon(ctx context.Context) {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if !DaemonAlive(r.cfg.Paths) {
+			r.restart(ctx)
+		}
+	}
+}
+
+// restart starts the daemon again; it says so once when it cannot.
+func (r *runner) restart(ctx context.Context) bool {
+	_, err := EnsureDaemon(ctx, r.start)
+	if err == nil {
+		r.log.Info("daemon restarted")
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.restartWarn {
+		r.restartWarn = true
+		fmt.Fprintf(r.cfg.Stderr, "toolgate: the daemon died and could not be restarted: %v; calls are denied gate_unavailable until it is back\n", err)
+	}
+	return false
+}
+
+// finish ends the session and builds the report.
+func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) Report {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var warnings []string
+	if _, err := r.client.EndSession(ctx, r.session); err != nil {
+		warnings = append(warnings, "end the session: "+err.Error())
+	}
+	calls, err := r.client.SessionCalls(ctx, r.session)
+	if err != nil {
+		warnings = append(warnings, "the daemon's record of the session is unavailable: "+err.Error())
+	}
+	report := buildReport(calls, readSpool(r.spool))
+	report.SessionID, report.StartedAt, report.EndedAt = r.session, started, time.Now().UTC()
+	report.ClaudeExitCode, report.Warnings = claudeCode, warnings
+	report.ExitCode = report.exitCode()
+	if r.cfg.ReportPath != "" {
+		if err := writeReport(r.cfg.ReportPath, report); err != nil {
+			fmt.Fprintf(r.cfg.Stderr, "toolgate: %v\n", err)
+		}
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(r.cfg.Stderr, "toolgate: warning: %s\n", w)
+	}
+	fmt.Fprintln(r.cfg.Stderr, report.Summary())
+	return report
+}
+
+// promptDecider answers the prompt tool through the daemon. When the
+// daemon cannot be reached even after a restart, the call is denied
+// gate_unavailable: the gate fails closed.
+type promptDecider struct{ r *runner }
+
+func (p *promptDecider) Decide(ctx context.Context, req prompttool.Request) (prompttool.Answer, error) {
+	preq := api.PromptRequest{SessionID: p.r.session, ToolName: req.ToolName, ToolUseID: req.ToolUseID, Input: req.Input}
+	v, err := p.r.client.Prompt(ctx, preq)
+	if api.IsUnavailable(err) && p.r.restart(ctx) {
+		v, err = p.r.client.Prompt(ctx, preq)
+	}
+	if err != nil {
+		p.r.log.Error("permission prompt", "tool_use_id", req.ToolUseID, "err", err)
+		v = api.Verdict{Effect: api.Deny, ReasonCode: api.ReasonGateUnavailable, Source: api.SourceGate}
+		v.Message = api.DenyMessage(v, "")
+		p.r.spoolDeny(req, v)
+	}
+	return prompttool.Answer{Allow: v.Effect == api.Allow, Input: v.Input, Message: v.Message,
+		ReasonCode: v.ReasonCode, RuleID: v.RuleID}, nil
+}
+
+// spoolDeny records a call denied without the daemon, as the hook does.
+func (r *runner) spoolDeny(req prompttool.Request, v api.Verdict) {
+	line, _ := json.Marshal(map[string]string{"time": time.Now().UTC().Format(time.RFC3339Nano),
+		"hook_event_name": "PreToolUse", "tool_use_id": req.ToolUseID, "tool_name": req.ToolName,
+		"reason_code": v.ReasonCode})
+	f, err := os.OpenFile(r.spool, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return
+	}
+	f.Write(append(line, '\n'))
+	f.Close()
+}

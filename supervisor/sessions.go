@@ -1,0 +1,188 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/policy"
+	"github.com/toolgate/toolgate/supervisor/api"
+)
+
+// DefaultApprovalTimeout is how long an ask waits for a person when
+// neither the run nor the rule says otherwise.
+const DefaultApprovalTimeout = 15 * time.Minute
+
+// sessionSettings is the gate's configuration of a session, kept in the
+// ledger with the session so that a restarted daemon can go on gating it.
+type sessionSettings struct {
+	PolicyName      string         `json:"policy_name"`
+	ApprovalTimeout api.Duration   `json:"approval_timeout"`
+	OnAsk           string         `json:"on_ask"`
+	Home            string         `json:"home"`
+	SupervisorPID   int            `json:"supervisor_pid"`
+	Tools           []api.ToolInfo `json:"tools,omitempty"`
+}
+
+// gateSession is a session ready to decide calls.
+type gateSession struct {
+	rec          ledger.Session
+	settings     sessionSettings
+	policy       *policy.Policy
+	discovered   *policy.SchemaSet
+	requiresUser map[string]bool
+}
+
+// sessions caches the sessions the daemon gates; a session not in the
+// cache (after a restart) is loaded from the ledger.
+type sessions struct {
+	ledger *ledger.Ledger
+	mu     sync.Mutex
+	byID   map[string]*gateSession
+}
+
+func newSessions(l *ledger.Ledger) *sessions {
+	return &sessions{ledger: l, byID: map[string]*gateSession{}}
+}
+
+// errUnknownSession is a session id the ledger does not know.
+var errUnknownSession = errors.New("unknown session")
+
+func (ss *sessions) get(ctx context.Context, id string) (*gateSession, error) {
+	ss.mu.Lock()
+	s, ok := ss.byID[id]
+	ss.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	rec, err := ss.ledger.Session(ctx, id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil, fmt.Errorf("session %q: %w", id, errUnknownSession)
+	}
+	if err != nil {
+		return nil, err
+	}
+	doc, err := ss.ledger.Policy(ctx, rec.PolicySHA256)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: policy: %w", id, err)
+	}
+	var settings sessionSettings
+	if err := json.Unmarshal(rec.Settings, &settings); err != nil {
+		return nil, fmt.Errorf("session %s: settings: %w", id, err)
+	}
+	s, err = newGateSession(rec, settings, doc)
+	if err != nil {
+		return nil, err
+	}
+	ss.mu.Lock()
+	ss.byID[id] = s
+	ss.mu.Unlock()
+	return s, nil
+}
+
+func newGateSession(rec ledger.Session, settings sessionSettings, doc []byte) (*gateSession, error) {
+	p, err := policy.Parse(settings.PolicyName, doc)
+	if err != nil {
+		return nil, err
+	}
+	s := &gateSession{rec: rec, settings: settings, policy: p, requiresUser: map[string]bool{}}
+	schemas := map[string]json.RawMessage{}
+	for _, t := range settings.Tools {
+		if t.RequiresUserInteraction {
+			s.requiresUser[t.Name] = true
+		}
+		if len(t.InputSchema) > 0 {
+			schemas[t.Name] = t.InputSchema
+		}
+	}
+	// A discovered schema that does not compile is left out: the tool's
+	// server published it, the policy's author cannot fix it.
+	s.discovered, _ = CompileDiscovered(schemas)
+	return s, nil
+}
+
+// CompileDiscovered compiles the schemas MCP servers published, keeping
+// every one that compiles.
+func CompileDiscovered(schemas map[string]json.RawMessage) (*policy.SchemaSet, error) {
+	set, err := policy.CompileSchemas(schemas)
+	if err == nil {
+		return set, nil
+	}
+	good := map[string]json.RawMessage{}
+	for name, raw := range schemas {
+		if _, err := policy.CompileSchemas(map[string]json.RawMessage{name: raw}); err == nil {
+			good[name] = raw
+		}
+	}
+	set, _ = policy.CompileSchemas(good)
+	return set, err
+}
+
+// register records a new session and caches it.
+func (ss *sessions) register(ctx context.Context, id string, r api.RegisterRequest) (*gateSession, error) {
+	settings := sessionSettings{PolicyName: r.PolicyName, ApprovalTimeout: r.ApprovalTimeout, OnAsk: r.OnAsk,
+		Home: r.Home, SupervisorPID: r.SupervisorPID, Tools: r.Tools}
+	if settings.ApprovalTimeout <= 0 {
+		settings.ApprovalTimeout = api.Duration(DefaultApprovalTimeout)
+	}
+	if settings.OnAsk == "" {
+		settings.OnAsk = "wait"
+	}
+	raw, err := json.Marshal(settings)
+	if err != nil {
+		return nil, err
+	}
+	p, err := policy.Parse(r.PolicyName, r.Policy)
+	if err != nil {
+		return nil, err
+	}
+	if err := ss.ledger.StorePolicy(ctx, p.SHA256, r.Policy); err != nil {
+		return nil, err
+	}
+	rec, _, err := ss.ledger.StartSession(ctx, ledger.Session{ID: id, PolicySHA256: p.SHA256,
+		PolicyVersion: p.Version, Cwd: r.Cwd, Settings: raw})
+	if err != nil {
+		return nil, err
+	}
+	s, err := newGateSession(rec, settings, r.Policy)
+	if err != nil {
+		return nil, err
+	}
+	ss.mu.Lock()
+	ss.byID[id] = s
+	ss.mu.Unlock()
+	return s, nil
+}
+
+// end records the end of a session and forgets it.
+func (ss *sessions) end(ctx context.Context, id string) (ledger.Session, error) {
+	rec, err := ss.ledger.EndSession(ctx, id, time.Now())
+	ss.mu.Lock()
+	delete(ss.byID, id)
+	ss.mu.Unlock()
+	return rec, err
+}
+
+// active counts the cached sessions whose supervisor still runs.
+func (ss *sessions) active() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	n := 0
+	for id, s := range ss.byID {
+		if s.rec.EndedAt == nil && processAlive(s.settings.SupervisorPID) {
+			n++
+			continue
+		}
+		delete(ss.byID, id)
+	}
+	return n
+}
+
+func apiSession(rec ledger.Session) api.Session {
+	return api.Session{ID: rec.ID, PolicySHA256: rec.PolicySHA256, PolicyVersion: rec.PolicyVersion,
+		ClaudeSessionID: rec.ClaudeSessionID, Cwd: rec.Cwd, StartedAt: rec.StartedAt, EndedAt: rec.EndedAt}
+}
