@@ -211,6 +211,34 @@ func (l *Ledger) WriteBackFor(ctx context.Context, toolUseID string) (WriteBack,
 	return w, l.read(writeBackKey(toolUseID), &w)
 }
 
+// maxRepeats bounds how many repeats a call keeps; the audit has them all.
+const maxRepeats = 100
+
+// RecordRepeat records that a tool_use_id was proposed again and what the
+// gate answered.
+func (l *Ledger) RecordRepeat(ctx context.Context, toolUseID, effect, reasonCode string) (Call, error) {
+	v, err := l.write(ctx, func(t *tx) (any, error) {
+		var c Call
+		found, err := t.get(callKey(toolUseID), &c)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, fmt.Errorf("record repeat of %s: %w", toolUseID, ErrNotFound)
+		}
+		r := Repeat{ProposedAt: t.now, Effect: effect, ReasonCode: reasonCode}
+		if len(c.Repeats) < maxRepeats {
+			c.Repeats = append(c.Repeats, r)
+		}
+		if err := t.put(callKey(toolUseID), c); err != nil {
+			return nil, err
+		}
+		return c, t.event(KindCallRepeated, toolUseID, r)
+	})
+	c, _ := v.(Call)
+	return c, err
+}
+
 // maxSeen bounds what is kept of the text the model saw for one call.
 const maxSeen = 2048
 

@@ -60,6 +60,15 @@ type Call struct {
 	Outcome     string          `json:"outcome,omitempty"` // what the execution reported, in short
 	Seen        string          `json:"seen,omitempty"`    // what the model saw of the call, in short
 	Executions  int             `json:"executions"`        // attempts to record an execution; more than 1 is a duplicate
+	Repeats     []Repeat        `json:"repeats,omitempty"` // later proposals of the same tool_use_id and their answers
+}
+
+// Repeat is a later proposal of a tool_use_id (the model sent it again) and
+// the answer it got.
+type Repeat struct {
+	ProposedAt time.Time `json:"proposed_at"`
+	Effect     string    `json:"effect"`
+	ReasonCode string    `json:"reason_code,omitempty"`
 }
 
 // Approval statuses. A record moves only from pending to one of the others.
@@ -135,5 +144,6 @@ const (
 	KindCallFailed         = "call_failed"
 	KindExecutionDuplicate = "execution_duplicate"
 	KindCallSeen           = "call_seen"
+	KindCallRepeated       = "call_repeated"
 	KindPolicyStored       = "policy_stored"
 )

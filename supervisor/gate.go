@@ -45,11 +45,17 @@ func (g *gate) hook(ctx context.Context, s *gateSession, raw []byte) (*api.Verdi
 		if err != nil {
 			return nil, err
 		}
-		v, err := g.decide(ctx, s, p)
+		v, repeat, err := g.decideRepeat(ctx, s, p)
 		if err != nil {
 			return nil, err
 		}
-		if v.Effect != api.Ask {
+		if repeat {
+			// The model sent this tool_use_id again: the audit and the
+			// report must show the second proposal and its answer.
+			if _, err := g.ledger.RecordRepeat(ctx, p.toolUseID, v.Effect, v.ReasonCode); err != nil {
+				return nil, err
+			}
+		} else if v.Effect != api.Ask {
 			g.writeBack(ctx, p.toolUseID, v)
 		}
 		return &v, nil
@@ -77,21 +83,30 @@ func proposalOf(ev gjson.Result) (proposal, error) {
 // checks the schema and the policy, and records the decision. A call that
 // was decided before gets that decision again.
 func (g *gate) decide(ctx context.Context, s *gateSession, p proposal) (api.Verdict, error) {
+	v, _, err := g.decideRepeat(ctx, s, p)
+	return v, err
+}
+
+// decideRepeat is decide, also saying whether the tool_use_id had already
+// been decided (or had run) before this proposal.
+func (g *gate) decideRepeat(ctx context.Context, s *gateSession, p proposal) (api.Verdict, bool, error) {
 	call, existed, err := g.ledger.Propose(ctx, ledger.Proposal{ToolUseID: p.toolUseID, SessionID: s.rec.ID,
 		AgentID: p.agentID, ToolName: p.toolName, Input: p.input})
 	if ledger.IsConflict(err) {
 		g.log.Warn("tool_use_id proposed again with another input", "tool_use_id", p.toolUseID, "session", s.rec.ID)
-		return deny(api.ReasonToolUseIDConflict, api.SourceLedger, "", ""), nil
+		return deny(api.ReasonToolUseIDConflict, api.SourceLedger, "", ""), false, nil
 	}
 	if err != nil {
-		return api.Verdict{}, err
+		return api.Verdict{}, false, err
 	}
 	if existed {
 		switch {
 		case call.Executions > 0:
-			return deny(api.ReasonDuplicateToolUseID, api.SourceLedger, "", ""), nil
+			return deny(api.ReasonDuplicateToolUseID, api.SourceLedger, "", ""), true, nil
+		case call.Decision.Terminal():
+			return verdictOf(call.Decision), true, nil
 		case call.Decision != nil:
-			return verdictOf(call.Decision), nil
+			return verdictOf(call.Decision), false, nil // an ask, still waiting
 		}
 		// Proposed but never decided (the daemon died in between): decide now.
 	}
@@ -99,9 +114,9 @@ func (g *gate) decide(ctx context.Context, s *gateSession, p proposal) (api.Verd
 	call, err = g.ledger.Decide(ctx, p.toolUseID, ledger.CallDecision{Effect: v.Effect, RuleID: v.RuleID,
 		ReasonCode: v.ReasonCode, Source: v.Source})
 	if ledger.IsAlreadyDecided(err) {
-		return verdictOf(call.Decision), nil // a concurrent path decided first: one decision stands
+		return verdictOf(call.Decision), false, nil // a concurrent path decided first: one decision stands
 	}
-	return v, err
+	return v, false, err
 }
 
 // evaluate decides a call on its own merits: tools that need a person at

@@ -48,6 +48,7 @@ type ReportCall struct {
 	Actor      string `json:"actor,omitempty"`
 	ApprovalID string `json:"approval_id,omitempty"`
 	Executed   bool   `json:"executed"`
+	Repeat     bool   `json:"repeat,omitempty"` // a later proposal of the same tool_use_id
 }
 
 // Counts are the report's totals.
@@ -90,6 +91,12 @@ func buildReport(calls []api.Call, spooled []ReportCall) Report {
 			rc.Effect, rc.ReasonCode, rc.Source = s.Effect, s.ReasonCode, s.Source
 		}
 		r.Calls = append(r.Calls, rc)
+		for _, rep := range c.Repeats {
+			// The model sent the tool_use_id again: one more entry, with
+			// the answer the repeat got.
+			r.Calls = append(r.Calls, ReportCall{ToolUseID: c.ToolUseID, ToolName: c.ToolName, Effect: rep.Effect,
+				ReasonCode: rep.ReasonCode, Source: api.SourceLedger, Repeat: true})
+		}
 	}
 	for _, c := range spooled {
 		if !seen[c.ToolUseID] {

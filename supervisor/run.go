@@ -209,7 +209,11 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var warnings []string
-	if _, err := r.client.EndSession(ctx, r.session); err != nil {
+	_, err := r.client.EndSession(ctx, r.session)
+	if api.IsUnavailable(err) && r.restart(ctx) {
+		_, err = r.client.EndSession(ctx, r.session)
+	}
+	if err != nil {
 		warnings = append(warnings, "end the session: "+err.Error())
 	}
 	calls, err := r.client.SessionCalls(ctx, r.session)

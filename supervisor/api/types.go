@@ -132,6 +132,14 @@ type Call struct {
 	Failed     bool            `json:"failed,omitempty"`
 	Executions int             `json:"executions"`
 	Seen       string          `json:"seen,omitempty"` // what the model saw, in short
+	Repeats    []Repeat        `json:"repeats,omitempty"`
+}
+
+// Repeat is a later proposal of the same tool_use_id and its answer.
+type Repeat struct {
+	ProposedAt time.Time `json:"proposed_at"`
+	Effect     string    `json:"effect"`
+	ReasonCode string    `json:"reason_code,omitempty"`
 }
 
 // CallsResponse lists calls.
