@@ -17,6 +17,7 @@ bench:
 fuzz target time="1m":
     go test ./policy -run '^$' -fuzz '^{{target}}$' -fuzztime {{time}}
 
-# build both binaries into ./bin
+# build both binaries into ./bin, statically (a dynamically linked hook
+# costs about 1 ms more on every tool call)
 build:
-    go build -o bin/ ./cmd/...
+    CGO_ENABLED=0 go build -o bin/ ./cmd/...

@@ -44,6 +44,7 @@ func setup(m *testing.M) (int, error) {
 	}
 	defer os.RemoveAll(bin)
 	build := exec.Command("go", "build", "-o", bin+"/", "../cmd/toolgate", "../cmd/toolgate-hook")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static binaries, as shipped
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return 1, fmt.Errorf("build the binaries: %w", err)

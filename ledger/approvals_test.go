@@ -15,7 +15,7 @@ import (
 
 func ask(t testing.TB, l *Ledger, id string, timeout time.Duration) Approval {
 	t.Helper()
-	propose(t, l, id, `{"command":"git push origin main"}`)
+	mustPropose(t, l, id, `{"command":"git push origin main"}`)
 	a, existed, err := l.CreateApproval(ctx, ApprovalRequest{ToolUseID: id, MatchedRule: "ask-push", PolicyVersion: 3, Timeout: timeout})
 	if err != nil || existed {
 		t.Fatalf("create approval: %v existed=%v", err, existed)
@@ -180,7 +180,7 @@ func TestApprovalRecordMatchesTheSeedSchema(t *testing.T) {
 	c := newClock()
 	l, _ := openTest(t, c)
 	ask(t, l, "toolu_1", time.Minute)
-	propose(t, l, "toolu_2", `{"file_path":".env"}`)
+	mustPropose(t, l, "toolu_2", `{"file_path":".env"}`)
 	if _, _, err := l.CreateApproval(ctx, ApprovalRequest{ToolUseID: "toolu_2", PolicyVersion: 1, Timeout: time.Minute}); err != nil {
 		t.Fatal(err)
 	}

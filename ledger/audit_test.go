@@ -17,7 +17,7 @@ func fill(t testing.TB, n int) *Ledger {
 	t.Helper()
 	l, _ := openTest(t, nil)
 	for i := range n {
-		propose(t, l, fmt.Sprintf("toolu_%d", i), fmt.Sprintf(`{"n":%d}`, i))
+		mustPropose(t, l, fmt.Sprintf("toolu_%d", i), fmt.Sprintf(`{"n":%d}`, i))
 	}
 	return l
 }

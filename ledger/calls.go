@@ -57,36 +57,41 @@ func (l *Ledger) Propose(ctx context.Context, p Proposal) (call Call, existed bo
 		existed bool
 	}
 	v, err := l.write(ctx, func(t *tx) (any, error) {
-		var c Call
-		found, err := t.get(callKey(p.ToolUseID), &c)
-		if err != nil {
-			return nil, err
-		}
-		if found && c.InputSHA256 == hash {
-			return out{c, true}, nil
-		}
-		if found {
-			conflict := Proposal{p.ToolUseID, p.SessionID, p.AgentID, p.ToolName, p.Input}
-			if err := t.event(KindCallConflict, p.ToolUseID, conflict); err != nil {
-				return nil, err
-			}
-			return out{c, true}, &ConflictError{Existing: c}
-		}
-		c = Call{ToolUseID: p.ToolUseID, SessionID: p.SessionID, AgentID: p.AgentID, ToolName: p.ToolName,
-			Input: p.Input, InputSHA256: hash, ProposedAt: t.now}
-		if err := t.put(callKey(c.ToolUseID), c); err != nil {
-			return nil, err
-		}
-		if err := t.set(sessionCallKey(c.SessionID, c.ToolUseID), nil); err != nil {
-			return nil, err
-		}
-		return out{c, false}, t.event(KindCallProposed, c.ToolUseID, c)
+		c, existed, err := propose(t, p, hash)
+		return out{c, existed}, err
 	})
 	if v == nil {
 		return Call{}, false, err
 	}
 	o := v.(out)
 	return o.call, o.existed, err
+}
+
+// propose is Propose inside a transaction.
+func propose(t *tx, p Proposal, hash string) (Call, bool, error) {
+	var c Call
+	found, err := t.get(callKey(p.ToolUseID), &c)
+	if err != nil {
+		return Call{}, false, err
+	}
+	if found && c.InputSHA256 == hash {
+		return c, true, nil
+	}
+	if found {
+		if err := t.event(KindCallConflict, p.ToolUseID, p); err != nil {
+			return Call{}, false, err
+		}
+		return c, true, &ConflictError{Existing: c}
+	}
+	c = Call{ToolUseID: p.ToolUseID, SessionID: p.SessionID, AgentID: p.AgentID, ToolName: p.ToolName,
+		Input: p.Input, InputSHA256: hash, ProposedAt: t.now}
+	if err := t.put(callKey(c.ToolUseID), c); err != nil {
+		return Call{}, false, err
+	}
+	if err := t.set(sessionCallKey(c.SessionID, c.ToolUseID), nil); err != nil {
+		return Call{}, false, err
+	}
+	return c, false, t.event(KindCallProposed, c.ToolUseID, c)
 }
 
 // Decide records the decision that applied to a call. An ask may be
@@ -184,19 +189,23 @@ func writeBackKey(toolUseID string) string { return "w/" + toolUseID }
 // RecordWriteBack records what the gate answered for a call. The first
 // write-back of a tool_use_id stands; a later one returns it unchanged.
 func (l *Ledger) RecordWriteBack(ctx context.Context, w WriteBack) (WriteBack, error) {
-	v, err := l.write(ctx, func(t *tx) (any, error) {
-		var existing WriteBack
-		found, err := t.get(writeBackKey(w.ToolUseID), &existing)
-		if err != nil || found {
-			return existing, err
-		}
-		if err := t.put(writeBackKey(w.ToolUseID), w); err != nil {
-			return nil, err
-		}
-		return w, t.event(KindWriteBack, w.ToolUseID, w)
-	})
+	v, err := l.write(ctx, func(t *tx) (any, error) { return writeBack(t, w) })
 	wb, _ := v.(WriteBack)
 	return wb, err
+}
+
+// writeBack stores a write-back unless the call has one already, and
+// returns the one that stands.
+func writeBack(t *tx, w WriteBack) (WriteBack, error) {
+	var existing WriteBack
+	found, err := t.get(writeBackKey(w.ToolUseID), &existing)
+	if err != nil || found {
+		return existing, err
+	}
+	if err := t.put(writeBackKey(w.ToolUseID), w); err != nil {
+		return WriteBack{}, err
+	}
+	return w, t.event(KindWriteBack, w.ToolUseID, w)
 }
 
 // Call returns the call with the tool_use_id, or ErrNotFound.
@@ -269,4 +278,48 @@ func (l *Ledger) RecordSeen(ctx context.Context, toolUseID, seen string) error {
 type seenEvent struct {
 	ToolUseID string `json:"tool_use_id"`
 	Seen      string `json:"seen"`
+}
+
+// Gate records a proposal and, in the same durable transaction, the
+// decision and write-back that decide returns for it: one fsync per gated
+// call instead of three. decide runs inside the ledger's committer, so it
+// must be quick and must not call the ledger; it gets the call as stored
+// and whether it existed before, and may return nil for either result.
+// A conflicting proposal is recorded and reported as in Propose, and
+// decide is not called.
+func (l *Ledger) Gate(ctx context.Context, p Proposal, decide func(c Call, existed bool) (*CallDecision, *WriteBack)) (Call, bool, error) {
+	if p.ToolUseID == "" || p.SessionID == "" || p.ToolName == "" {
+		return Call{}, false, fmt.Errorf("gate: tool_use_id, session_id and tool_name are required")
+	}
+	if !json.Valid(p.Input) {
+		return Call{}, false, fmt.Errorf("gate: input is not valid JSON")
+	}
+	hash := InputSHA256(p.ToolName, p.Input)
+	type out struct {
+		call    Call
+		existed bool
+	}
+	v, err := l.write(ctx, func(t *tx) (any, error) {
+		c, existed, err := propose(t, p, hash)
+		if err != nil {
+			return out{c, existed}, err
+		}
+		d, wb := decide(c, existed)
+		if d != nil {
+			if c, err = decideCall(t, p.ToolUseID, *d); err != nil && !IsAlreadyDecided(err) {
+				return nil, err
+			}
+		}
+		if wb != nil {
+			if _, err := writeBack(t, *wb); err != nil {
+				return nil, err
+			}
+		}
+		return out{c, existed}, nil
+	})
+	if v == nil {
+		return Call{}, false, err
+	}
+	o := v.(out)
+	return o.call, o.existed, err
 }

@@ -40,7 +40,7 @@ func openTest(t testing.TB, c *clock) (*Ledger, string) {
 
 var ctx = context.Background()
 
-func propose(t testing.TB, l *Ledger, id, input string) Call {
+func mustPropose(t testing.TB, l *Ledger, id, input string) Call {
 	t.Helper()
 	c, existed, err := l.Propose(ctx, Proposal{ToolUseID: id, SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(input)})
 	if err != nil || existed {
@@ -51,7 +51,7 @@ func propose(t testing.TB, l *Ledger, id, input string) Call {
 
 func TestProposeOncePerID(t *testing.T) {
 	l, _ := openTest(t, nil)
-	first := propose(t, l, "toolu_1", `{"command":"ls"}`)
+	first := mustPropose(t, l, "toolu_1", `{"command":"ls"}`)
 	if first.InputSHA256 == "" || first.ProposedAt.IsZero() {
 		t.Fatalf("call %+v", first)
 	}
@@ -105,7 +105,7 @@ func TestProposeRacersOnOneID(t *testing.T) {
 
 func TestDecisionIsTerminal(t *testing.T) {
 	l, _ := openTest(t, nil)
-	propose(t, l, "toolu_1", `{}`)
+	mustPropose(t, l, "toolu_1", `{}`)
 	if _, err := l.Decide(ctx, "toolu_1", CallDecision{Effect: EffectAsk, Source: "policy", ReasonCode: "default"}); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestDecisionIsTerminal(t *testing.T) {
 
 func TestExecutionOnce(t *testing.T) {
 	l, _ := openTest(t, nil)
-	propose(t, l, "toolu_1", `{}`)
+	mustPropose(t, l, "toolu_1", `{}`)
 	c, err := l.RecordExecution(ctx, "toolu_1", Execution{Outcome: "ok"})
 	if err != nil || c.ExecutedAt == nil || c.Executions != 1 {
 		t.Fatalf("first execution: %+v %v", c, err)
@@ -143,7 +143,7 @@ func TestExecutionOnce(t *testing.T) {
 
 func TestWriteBackOnce(t *testing.T) {
 	l, _ := openTest(t, nil)
-	propose(t, l, "toolu_1", `{}`)
+	mustPropose(t, l, "toolu_1", `{}`)
 	wb := WriteBack{ToolUseID: "toolu_1", Effect: EffectDeny, RuleID: "r", ReasonCode: "x", WroteBack: true}
 	if got, err := l.RecordWriteBack(ctx, wb); err != nil || got != wb {
 		t.Fatal(got, err)
@@ -196,7 +196,7 @@ func TestReopenKeepsEverythingAndTheChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	propose(t, l, "toolu_1", `{"a":1}`)
+	mustPropose(t, l, "toolu_1", `{"a":1}`)
 	if _, err := Open(dir, Options{}); !IsLocked(err) {
 		t.Errorf("a second open of a held ledger: %v", err)
 	}
@@ -214,7 +214,7 @@ func TestReopenKeepsEverythingAndTheChain(t *testing.T) {
 	if c, err := l.Call(ctx, "toolu_1"); err != nil || string(c.Input) != `{"a":1}` {
 		t.Fatalf("after reopen: %+v %v", c, err)
 	}
-	propose(t, l, "toolu_2", `{}`)
+	mustPropose(t, l, "toolu_2", `{}`)
 	res, err := l.Verify(ctx)
 	if err != nil || res.Events != 2 {
 		t.Fatalf("verify: %+v %v", res, err)
@@ -264,7 +264,7 @@ func TestStorePolicyKeepsTheBytes(t *testing.T) {
 
 func TestRecordSeen(t *testing.T) {
 	l, _ := openTest(t, nil)
-	propose(t, l, "toolu_1", `{}`)
+	mustPropose(t, l, "toolu_1", `{}`)
 	if err := l.RecordSeen(ctx, "toolu_1", "PreToolUse:Bash hook error: denied"); err != nil {
 		t.Fatal(err)
 	}
@@ -275,6 +275,38 @@ func TestRecordSeen(t *testing.T) {
 		t.Errorf("seen %q", c.Seen)
 	}
 	if kinds := eventKinds(t, l); fmt.Sprint(kinds) != "[call_proposed call_seen call_seen]" {
+		t.Errorf("audit: %v", kinds)
+	}
+}
+
+func TestGateIsOneTransaction(t *testing.T) {
+	l, _ := openTest(t, nil)
+	p := Proposal{ToolUseID: "toolu_1", SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(`{"command":"ls"}`)}
+	calls := 0
+	decide := func(c Call, existed bool) (*CallDecision, *WriteBack) {
+		calls++
+		if existed {
+			return nil, nil
+		}
+		return &CallDecision{Effect: EffectAllow, RuleID: "r", Source: "policy"},
+			&WriteBack{ToolUseID: c.ToolUseID, Effect: EffectAllow, RuleID: "r", WroteBack: true}
+	}
+	c, existed, err := l.Gate(ctx, p, decide)
+	if err != nil || existed || c.Decision == nil || c.Decision.Effect != EffectAllow {
+		t.Fatalf("%+v %v %v", c, existed, err)
+	}
+	if wb, err := l.WriteBackFor(ctx, "toolu_1"); err != nil || wb.RuleID != "r" {
+		t.Errorf("write-back %+v %v", wb, err)
+	}
+	if c, existed, _ := l.Gate(ctx, p, decide); !existed || c.Decision.Effect != EffectAllow {
+		t.Errorf("again: %+v", c)
+	}
+	other := p
+	other.Input = json.RawMessage(`{"command":"rm"}`)
+	if _, _, err := l.Gate(ctx, other, decide); !IsConflict(err) || calls != 2 {
+		t.Errorf("conflict: %v, decide called %d times", err, calls)
+	}
+	if kinds := eventKinds(t, l); fmt.Sprint(kinds) != "[call_proposed call_decided write_back call_conflict]" {
 		t.Errorf("audit: %v", kinds)
 	}
 }

@@ -14,31 +14,34 @@ import (
 // child is claude, in its own process group so that the whole tree (its
 // MCP servers, the shells of its Bash tool) can be signalled together.
 type child struct {
-	cmd *exec.Cmd
+	cmd  *exec.Cmd
+	sigs chan os.Signal
 }
 
 // startChild starts cmd in a new process group with the caller's stdio
-// passed through untouched: claude writes straight to our stdout.
+// passed through untouched: claude writes straight to our stdout. From
+// then on, SIGINT, SIGTERM and SIGHUP sent to us go to claude's group.
 func startChild(cmd *exec.Cmd) (*child, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c := &child{cmd: cmd, sigs: make(chan os.Signal, 4)}
+	signal.Notify(c.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	if err := cmd.Start(); err != nil {
+		signal.Stop(c.sigs)
 		return nil, err
 	}
-	return &child{cmd: cmd}, nil
+	return c, nil
 }
 
-// wait waits for the child, forwarding SIGINT, SIGTERM and SIGHUP to its
-// process group meanwhile, and returns its exit status (128+signal when a
-// signal ended it).
+// wait waits for the child, forwarding signals to its process group
+// meanwhile, and returns its exit status (128+signal when a signal ended
+// it).
 func (c *child) wait() int {
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	defer signal.Stop(c.sigs)
 	done := make(chan error, 1)
 	go func() { done <- c.cmd.Wait() }()
 	for {
 		select {
-		case sig := <-sigs:
+		case sig := <-c.sigs:
 			unix.Kill(-c.cmd.Process.Pid, sig.(syscall.Signal))
 		case err := <-done:
 			return exitStatus(c.cmd.ProcessState, err)

@@ -45,7 +45,7 @@ func (g *gate) hook(ctx context.Context, s *gateSession, raw []byte) (*api.Verdi
 		if err != nil {
 			return nil, err
 		}
-		v, repeat, err := g.decideRepeat(ctx, s, p)
+		v, repeat, err := g.decideRepeat(ctx, s, p, true)
 		if err != nil {
 			return nil, err
 		}
@@ -55,8 +55,6 @@ func (g *gate) hook(ctx context.Context, s *gateSession, raw []byte) (*api.Verdi
 			if _, err := g.ledger.RecordRepeat(ctx, p.toolUseID, v.Effect, v.ReasonCode); err != nil {
 				return nil, err
 			}
-		} else if v.Effect != api.Ask {
-			g.writeBack(ctx, p.toolUseID, v)
 		}
 		return &v, nil
 	case "PostToolUse", "PostToolUseFailure":
@@ -83,40 +81,43 @@ func proposalOf(ev gjson.Result) (proposal, error) {
 // checks the schema and the policy, and records the decision. A call that
 // was decided before gets that decision again.
 func (g *gate) decide(ctx context.Context, s *gateSession, p proposal) (api.Verdict, error) {
-	v, _, err := g.decideRepeat(ctx, s, p)
+	v, _, err := g.decideRepeat(ctx, s, p, false)
 	return v, err
 }
 
 // decideRepeat is decide, also saying whether the tool_use_id had already
-// been decided (or had run) before this proposal.
-func (g *gate) decideRepeat(ctx context.Context, s *gateSession, p proposal) (api.Verdict, bool, error) {
-	call, existed, err := g.ledger.Propose(ctx, ledger.Proposal{ToolUseID: p.toolUseID, SessionID: s.rec.ID,
-		AgentID: p.agentID, ToolName: p.toolName, Input: p.input})
+// been decided (or had run) before this proposal. With writeBack, a final
+// decision's write-back is recorded in the same durable transaction as the
+// proposal and the decision: one fsync per call.
+func (g *gate) decideRepeat(ctx context.Context, s *gateSession, p proposal, writeBack bool) (api.Verdict, bool, error) {
+	var v api.Verdict
+	repeat := false
+	_, _, err := g.ledger.Gate(ctx, ledger.Proposal{ToolUseID: p.toolUseID, SessionID: s.rec.ID, AgentID: p.agentID,
+		ToolName: p.toolName, Input: p.input}, func(c ledger.Call, existed bool) (*ledger.CallDecision, *ledger.WriteBack) {
+		switch {
+		case existed && c.Executions > 0:
+			v, repeat = deny(api.ReasonDuplicateToolUseID, api.SourceLedger, "", ""), true
+			return nil, nil
+		case existed && c.Decision.Terminal():
+			v, repeat = verdictOf(c.Decision), true
+			return nil, nil
+		case existed && c.Decision != nil:
+			v = verdictOf(c.Decision) // an ask, still waiting
+			return nil, nil
+		}
+		// New, or proposed and never decided (the daemon died in between).
+		v = g.evaluate(s, p)
+		d := &ledger.CallDecision{Effect: v.Effect, RuleID: v.RuleID, ReasonCode: v.ReasonCode, Source: v.Source}
+		if !writeBack || v.Effect == api.Ask {
+			return d, nil
+		}
+		return d, &ledger.WriteBack{ToolUseID: p.toolUseID, Effect: v.Effect, RuleID: v.RuleID, ReasonCode: v.ReasonCode, WroteBack: true}
+	})
 	if ledger.IsConflict(err) {
 		g.log.Warn("tool_use_id proposed again with another input", "tool_use_id", p.toolUseID, "session", s.rec.ID)
 		return deny(api.ReasonToolUseIDConflict, api.SourceLedger, "", ""), false, nil
 	}
-	if err != nil {
-		return api.Verdict{}, false, err
-	}
-	if existed {
-		switch {
-		case call.Executions > 0:
-			return deny(api.ReasonDuplicateToolUseID, api.SourceLedger, "", ""), true, nil
-		case call.Decision.Terminal():
-			return verdictOf(call.Decision), true, nil
-		case call.Decision != nil:
-			return verdictOf(call.Decision), false, nil // an ask, still waiting
-		}
-		// Proposed but never decided (the daemon died in between): decide now.
-	}
-	v := g.evaluate(s, p)
-	call, err = g.ledger.Decide(ctx, p.toolUseID, ledger.CallDecision{Effect: v.Effect, RuleID: v.RuleID,
-		ReasonCode: v.ReasonCode, Source: v.Source})
-	if ledger.IsAlreadyDecided(err) {
-		return verdictOf(call.Decision), false, nil // a concurrent path decided first: one decision stands
-	}
-	return v, false, err
+	return v, repeat, err
 }
 
 // evaluate decides a call on its own merits: tools that need a person at

@@ -1,0 +1,109 @@
+package hook
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// answer runs Main and returns its exit code, stdout and the decision.
+func answer(t *testing.T, stdin io.Reader, env map[string]string) (int, string, gjson.Result) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(stdin, &out, &errOut, func(k string) string { return env[k] })
+	if out.Len() > 0 && !json.Valid(out.Bytes()) {
+		t.Fatalf("stdout is not JSON: %q", out.String())
+	}
+	return code, out.String(), gjson.Get(out.String(), "hookSpecificOutput")
+}
+
+const preToolUse = `{"session_id":"c1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_1"}`
+
+func TestFailsClosed(t *testing.T) {
+	spoolDir := t.TempDir()
+	noDaemon := map[string]string{"TOOLGATE_SESSION": "s1", "TOOLGATE_SOCKET": filepath.Join(spoolDir, "none.sock"),
+		"TOOLGATE_SPOOL": filepath.Join(spoolDir, "spool.jsonl")}
+	tests := []struct {
+		name  string
+		stdin io.Reader
+		env   map[string]string
+	}{
+		{"no daemon", strings.NewReader(preToolUse), noDaemon},
+		{"not run by toolgate run", strings.NewReader(preToolUse), map[string]string{}},
+		{"not JSON", strings.NewReader(`{"hook_event_name":"PreToolUse",`), noDaemon},
+		{"empty", strings.NewReader(""), noDaemon},
+		{"too large", io.MultiReader(strings.NewReader(`{"hook_event_name":"PreToolUse","x":"`), &endless{}), noDaemon},
+		{"unreadable", errReader{}, noDaemon},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, d := answer(t, tt.stdin, tt.env)
+			if code != 0 {
+				t.Errorf("exit %d: never anything but 0", code)
+			}
+			if d.Get("permissionDecision").String() != "deny" || d.Get("hookEventName").String() != "PreToolUse" ||
+				!strings.Contains(d.Get("permissionDecisionReason").String(), "reason_code gate_unavailable") {
+				t.Errorf("want a JSON deny gate_unavailable, got %q", out)
+			}
+		})
+	}
+	spooled, _ := os.ReadFile(noDaemon["TOOLGATE_SPOOL"])
+	if !strings.Contains(string(spooled), `"tool_use_id":"toolu_1"`) || !strings.Contains(string(spooled), `"reason_code":"gate_unavailable"`) {
+		t.Errorf("the denial was not spooled: %s", spooled)
+	}
+}
+
+func TestPostEventsWithoutDaemonPrintNothing(t *testing.T) {
+	env := map[string]string{"TOOLGATE_SESSION": "s1", "TOOLGATE_SOCKET": "/nonexistent.sock"}
+	code, out, _ := answer(t, strings.NewReader(`{"hook_event_name":"PostToolUse","tool_use_id":"t"}`), env)
+	if code != 0 || out != "" {
+		t.Errorf("exit %d, stdout %q", code, out)
+	}
+}
+
+// endless is an event larger than MaxEvent.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'a'
+	}
+	return len(p), nil
+}
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+// TestDependencies keeps the hook binary lean (STYLE.md 6): it must not
+// link the ledger's store, mcp-go, a JSON Schema compiler or the policy
+// engine, whose initialisation alone costs milliseconds per tool call.
+func TestDependencies(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "../cmd/toolgate-hook").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := []string{"github.com/dgraph-io/", "github.com/mark3labs/mcp-go", "github.com/santhosh-tekuri/jsonschema",
+		"github.com/toolgate/toolgate/policy", "github.com/toolgate/toolgate/ledger", "github.com/toolgate/toolgate/prompttool",
+		"github.com/toolgate/toolgate/supervisor\n", "github.com/urfave/cli", "mvdan.cc/sh"}
+	deps := string(out)
+	for _, b := range bad {
+		if strings.Contains(deps, b) {
+			t.Errorf("toolgate-hook depends on %s", strings.TrimSpace(b))
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(deps), "\n") {
+		if strings.Contains(line, ".") && !strings.HasPrefix(line, "vendor/") && !strings.HasPrefix(line, "github.com/tidwall/") &&
+			!strings.HasPrefix(line, "github.com/toolgate/toolgate/") && !strings.HasPrefix(line, "crypto/") {
+			t.Errorf("toolgate-hook has a new dependency %s: keep it lean or update this test on purpose", line)
+		}
+	}
+}
