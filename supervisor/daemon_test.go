@@ -83,7 +83,7 @@ func TestDaemonDecides(t *testing.T) {
 		{"t3", "Bash", `{"command":"make"}`, "ask", "default", ""},
 		{"t4", "mcp__gh__pr", `{"title":"x"}`, "deny", "schema_invalid", ""},
 		{"t5", "mcp__gh__sign", `{}`, "deny", "requires_user_interaction", ""},
-		{"t1", "Bash", `{"command":"ls -la"}`, "allow", "", "allow-ls"},               // the same call again: the same decision
+		{"t1", "Bash", `{"command":"ls -la"}`, "allow", "", "allow-ls"},              // the same call again: the same decision
 		{"t1", "Bash", `{"command":"rm -rf /"}`, "deny", "tool_use_id_conflict", ""}, // the same id, another input
 	}
 	for _, tt := range tests {
