@@ -91,15 +91,15 @@ func TestEnvReadInProjectIsDenied(t *testing.T) {
 	}
 }
 
-// 4: an ask rule on a Read inside the project reaches the prompt tool,
-// which answers deny no_approver for now.
+// 4: an ask rule on a Read inside the project reaches the prompt tool;
+// in a fully unattended run (--on-ask deny) it is denied no_approver.
 func TestAskReachesThePromptTool(t *testing.T) {
 	w := newWorld(t)
 	w.writeFile("notes.txt", "hello")
 	policy := `{"version": 1, "default": "allow", "rules": [
 	  {"id": "ask-notes", "effect": "ask", "tool": "Read", "input": {"file_path": {"path_under": "."}}, "reason_code": "needs_review"}]}`
 	read := modelscript.ToolUse{ID: "toolu_e2e_ask", Name: "Read", Input: map[string]string{"file_path": filepath.Join(w.project, "notes.txt")}}
-	r := w.run(runArgs{policy: policy, script: []modelscript.Step{step(read)}})
+	r := w.run(runArgs{policy: policy, script: []modelscript.Step{step(read)}, toolgate: []string{"--on-ask", "deny"}})
 	if r.code != 77 {
 		t.Fatalf("exit %d, want 77", r.code)
 	}

@@ -114,6 +114,9 @@ type claudeResult struct {
 	} `json:"permission_denials"`
 }
 
+// runTimeout bounds one toolgate run in the tests.
+const runTimeout = 2 * time.Minute
+
 // runArgs configure one run.
 type runArgs struct {
 	script    []modelscript.Step
@@ -157,7 +160,11 @@ func (w *world) start(a runArgs) (*exec.Cmd, *result, func(*exec.Cmd) result) {
 		args = append(args, "--mcp-config", a.mcp)
 	}
 	args = append(args, "--", "do the task")
-	cmd := exec.Command(toolgateBin, args...)
+	// No run of the suite may hang: a stuck one is killed (and fails).
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	w.t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, toolgateBin, args...)
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Dir = w.project
 	cmd.Env = append(w.env(model), a.claudeEnv...)
 	var stdout, stderr bytes.Buffer

@@ -95,6 +95,9 @@ type Resolution struct {
 	Status     string // StatusApproved or StatusDenied
 	Actor      string // who decided, from the OS identity of the caller
 	ReasonCode string
+	ActorPID   int
+	ActorExe   string
+	Note       string
 }
 
 // Resolve moves a pending approval to approved or denied, stores the
@@ -134,7 +137,7 @@ func (l *Ledger) Resolve(ctx context.Context, approvalID string, r Resolution) (
 			}
 			return out{a, d}, &TerminalError{Approval: a, Decision: &d}
 		}
-		a, d, err := settle(t, a, r.Status, r.Actor, r.ReasonCode)
+		a, d, err := settle(t, a, r)
 		return out{a, d}, err
 	})
 	if v == nil {
@@ -146,9 +149,10 @@ func (l *Ledger) Resolve(ctx context.Context, approvalID string, r Resolution) (
 
 // settle makes a pending approval terminal: the record's status, the
 // decision document, the pending index and the call's decision.
-func settle(t *tx, a Approval, status, actor, reason string) (Approval, Decision, error) {
+func settle(t *tx, a Approval, r Resolution) (Approval, Decision, error) {
+	status, actor, reason := r.Status, r.Actor, r.ReasonCode
 	d := Decision{ApprovalID: a.ID, ToolUseID: a.ToolUseID, Decision: status, Actor: actor,
-		ReasonCode: reason, DecidedAt: t.now}
+		ReasonCode: reason, DecidedAt: t.now, ActorPID: r.ActorPID, ActorExe: r.ActorExe, Note: r.Note}
 	if err := t.del(pendingKey(a)); err != nil {
 		return a, d, err
 	}
@@ -181,7 +185,7 @@ func settle(t *tx, a Approval, status, actor, reason string) (Approval, Decision
 }
 
 func expire(t *tx, a Approval) (Approval, Decision, error) {
-	return settle(t, a, StatusExpired, ActorExpiry, ReasonApprovalExpired)
+	return settle(t, a, Resolution{Status: StatusExpired, Actor: ActorExpiry, ReasonCode: ReasonApprovalExpired})
 }
 
 // Expired is an approval that ExpireDue expired, with its decision.

@@ -102,6 +102,13 @@ type Decision struct {
 	Actor      string    `json:"actor"`
 	ReasonCode string    `json:"reason_code"`
 	DecidedAt  time.Time `json:"decided_at"`
+	// Who decided, beyond the actor: the deciding process, from the
+	// kernel's peer credentials, never from what the caller sent.
+	ActorPID int    `json:"actor_pid,omitempty"`
+	ActorExe string `json:"actor_exe,omitempty"`
+	// Note is the person's own words (--reason). It is kept for the
+	// audit and never shown to the model.
+	Note string `json:"note,omitempty"`
 }
 
 // ActorExpiry is the actor of a decision made by expiry.

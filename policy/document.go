@@ -35,13 +35,16 @@ type Document struct {
 
 // RuleDoc is one rule as written.
 type RuleDoc struct {
-	ID          string                  `json:"id"`
-	Effect      Effect                  `json:"effect"`
-	Tool        string                  `json:"tool"`
-	Input       map[string]ConditionDoc `json:"input,omitempty"`
-	ReasonCode  string                  `json:"reason_code,omitempty"`
-	Message     string                  `json:"message,omitempty"`
-	Description string                  `json:"description,omitempty"`
+	ID         string                  `json:"id"`
+	Effect     Effect                  `json:"effect"`
+	Tool       string                  `json:"tool"`
+	Input      map[string]ConditionDoc `json:"input,omitempty"`
+	ReasonCode string                  `json:"reason_code,omitempty"`
+	Message    string                  `json:"message,omitempty"`
+	// ApprovalTimeout is how long an ask by this rule waits for a person
+	// ("10m"); the run's --approval-timeout when empty.
+	ApprovalTimeout string `json:"approval_timeout,omitempty"`
+	Description     string `json:"description,omitempty"`
 }
 
 // ConditionDoc is the condition on one input key. Several operators in one

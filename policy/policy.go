@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 )
@@ -61,7 +62,8 @@ type Decision struct {
 	Effect        Effect
 	RuleID        string // "" when the default applied
 	ReasonCode    string
-	Message       string // the rule's message for the model, if it has one
+	Message       string        // the rule's message for the model, if it has one
+	Timeout       time.Duration // the rule's approval_timeout; 0 for the run's
 	PolicyVersion int
 	PolicySHA256  string
 }
@@ -113,7 +115,9 @@ func (p *Policy) evaluate(c Call, traces *[]Trace) (Decision, bool) {
 			return decided == nil
 		})
 		if decided != nil {
-			return p.decision(decided.effect, decided.id, decided.reasonCode, decided.message), true
+			d := p.decision(decided.effect, decided.id, decided.reasonCode, decided.message)
+			d.Timeout = decided.timeout
+			return d, true
 		}
 	}
 	return p.decision(p.Default, "", ReasonDefault, ""), false

@@ -242,3 +242,19 @@ func TestDocumentSchemaIsValidJSON(t *testing.T) {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+func TestApprovalTimeout(t *testing.T) {
+	p := mustParse(t, `{"version":1,"default":"ask","rules":[
+		{"id":"ask-push","effect":"ask","tool":"Bash","approval_timeout":"90s"}]}`)
+	if d := p.Decide(call("Bash", `{"command":"x"}`)); d.Timeout.Seconds() != 90 {
+		t.Errorf("timeout %v", d.Timeout)
+	}
+	if d := p.Decide(call("Read", `{}`)); d.Timeout != 0 {
+		t.Errorf("the default has no timeout of its own: %v", d.Timeout)
+	}
+	for _, bad := range []string{`"soon"`, `"0s"`, `"-1m"`, `5`} {
+		if _, err := Parse("p.json", []byte(`{"version":1,"default":"ask","rules":[{"id":"a","effect":"ask","tool":"B","approval_timeout":`+bad+`}]}`)); err == nil {
+			t.Errorf("approval_timeout %s was accepted", bad)
+		}
+	}
+}

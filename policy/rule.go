@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 )
@@ -19,7 +20,8 @@ type rule struct {
 	glob       toolGlob
 	reasonCode string
 	message    string
-	conds      []*condition // sorted by key, so that explanations are stable
+	timeout    time.Duration // approval_timeout; 0 for the run's
+	conds      []*condition  // sorted by key, so that explanations are stable
 }
 
 // condition is every operator on one input key; all must hold.
@@ -121,6 +123,14 @@ func (l *loader) compileRules(docs []RuleDoc) []*rule {
 		}
 		seen[d.ID] = i
 		r := &rule{id: d.ID, effect: d.Effect, tool: d.Tool, reasonCode: d.ReasonCode, message: d.Message}
+		if d.ApprovalTimeout != "" {
+			timeout, err := time.ParseDuration(d.ApprovalTimeout)
+			if err != nil || timeout <= 0 {
+				l.add(ptr+"/approval_timeout", d.ID, fmt.Sprintf("approval_timeout %q is not a positive duration", d.ApprovalTimeout))
+				continue
+			}
+			r.timeout = timeout
+		}
 		keys := make([]string, 0, len(d.Input))
 		for k := range d.Input {
 			keys = append(keys, k)

@@ -76,23 +76,30 @@ func ServeDaemon(ctx context.Context, cfg DaemonConfig) error {
 		return err
 	}
 	defer l.Close()
-	ln, err := bindSocket(cfg.Paths)
+	gateLn, err := bindSocket(cfg.Paths.Socket())
 	if err != nil {
 		return err
 	}
+	approveLn, err := bindSocket(cfg.Paths.ApproveSocket())
+	if err != nil {
+		gateLn.Close()
+		return err
+	}
 	d := &Daemon{cfg: cfg, log: log, ledger: l, sessions: newSessions(l)}
-	d.gate = &gate{ledger: l, sessions: d.sessions, log: log}
+	d.gate = &gate{ledger: l, sessions: d.sessions, log: log, broker: newBroker(), rearmc: make(chan struct{}, 1)}
 	d.lastSeen.Store(time.Now().UnixNano())
-	return d.serve(ctx, ln)
+	if err := d.sessions.loadActive(ctx); err != nil {
+		log.Error("load the active sessions", "err", err)
+	}
+	return d.serve(ctx, gateLn, approveLn)
 }
 
-func (d *Daemon) serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           d.handler(),
-		ConnContext:       withPeer,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener) error {
+	newServer := func(h http.Handler) *http.Server {
+		return &http.Server{Handler: h, ConnContext: withPeer, ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelWarn)}
 	}
+	gateSrv, approveSrv := newServer(d.handler()), newServer(d.approverHandler())
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -100,22 +107,34 @@ func (d *Daemon) serve(ctx context.Context, ln net.Listener) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); d.exitWhenIdle(ctx, cancel) }()
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); d.gate.expireLoop(ctx) }()
+	errc := make(chan error, 2)
+	go func() { errc <- gateSrv.Serve(gateLn) }()
+	go func() { errc <- approveSrv.Serve(approveLn) }()
 	if d.cfg.Ready != nil {
 		fmt.Fprintln(d.cfg.Ready, "ready")
 	}
 	d.log.Info("daemon listening", "socket", d.cfg.Paths.Socket(), "ledger", d.cfg.Paths.LedgerDir(), "pid", os.Getpid())
+	var err error
 	select {
-	case err := <-errc:
-		return err
+	case err = <-errc:
+		cancel()
 	case <-ctx.Done():
 	}
-	shutdown, stop := context.WithTimeout(context.Background(), 30*time.Second)
+	// Stop taking requests, let the ones in flight finish; long waits on
+	// approvals end (their callers ask again after a restart).
+	shutdown, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
-	err := srv.Shutdown(shutdown)
+	approveSrv.Shutdown(shutdown)
+	if serr := gateSrv.Shutdown(shutdown); err == nil {
+		err = serr
+	}
 	wg.Wait()
 	d.log.Info("daemon stopped")
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
 	return err
 }
 
@@ -149,6 +168,8 @@ func (d *Daemon) handler() http.Handler {
 	mux.HandleFunc(api.RouteCalls, d.handleCalls)
 	mux.HandleFunc(api.RouteHook, d.handleHook)
 	mux.HandleFunc(api.RoutePrompt, d.handlePrompt)
+	mux.HandleFunc(api.RouteWait, d.handleWait)
+	mux.HandleFunc(api.RouteClaudePID, d.handleClaudePID)
 	return d.guard(mux)
 }
 

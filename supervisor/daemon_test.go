@@ -108,9 +108,9 @@ func TestDaemonDecides(t *testing.T) {
 	if resp.Verdict.ReasonCode != "duplicate_tool_use_id" {
 		t.Errorf("a repeat after execution: %+v", resp.Verdict)
 	}
-	// The prompt tool answers recorded decisions, and denies an ask no_approver.
+	// The prompt tool turns an ask into an approval record.
 	v, err := c.Prompt(ctx, api.PromptRequest{SessionID: sid, ToolName: "Bash", ToolUseID: "t3", Input: json.RawMessage(`{"command":"make"}`)})
-	if err != nil || v.Effect != "deny" || v.ReasonCode != "no_approver" {
+	if err != nil || v.Effect != "ask" || !strings.HasPrefix(v.ApprovalID, "apr_") || v.ExpiresAt == nil {
 		t.Errorf("prompt on an ask: %+v %v", v, err)
 	}
 	v, err = c.Prompt(ctx, api.PromptRequest{SessionID: sid, ToolName: "Bash", ToolUseID: "t9", Input: json.RawMessage(`{"command":"ls"}`)})

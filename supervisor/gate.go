@@ -19,6 +19,8 @@ type gate struct {
 	ledger   *ledger.Ledger
 	sessions *sessions
 	log      *slog.Logger
+	broker   *broker
+	rearmc   chan struct{} // wakes the expiry loop
 }
 
 // proposal is a call as the hook or the prompt tool saw it.
@@ -144,20 +146,15 @@ func (g *gate) evaluate(s *gateSession, p proposal) api.Verdict {
 
 // prompt answers one permission_prompt call: the recorded decision of the
 // call (deciding it now if the hook never saw it), with the input to run on
-// allow. An ask that reaches it is denied no_approver: nobody can approve
-// in this version of the gate.
+// allow. An ask becomes an approval record; the verdict then says ask,
+// with the approval's id, and the caller waits for it (wait).
 func (g *gate) prompt(ctx context.Context, s *gateSession, p proposal) (api.Verdict, error) {
 	v, err := g.decide(ctx, s, p)
 	if err != nil {
 		return api.Verdict{}, err
 	}
 	if v.Effect == api.Ask {
-		rule := v.RuleID
-		v = deny(api.ReasonNoApprover, api.SourceGate, rule, "")
-		if _, err := g.ledger.Decide(ctx, p.toolUseID, ledger.CallDecision{Effect: v.Effect, RuleID: rule,
-			ReasonCode: v.ReasonCode, Source: v.Source}); err != nil && !ledger.IsAlreadyDecided(err) {
-			return api.Verdict{}, err
-		}
+		return g.ask(ctx, s, p, v)
 	}
 	if v.Effect == api.Allow {
 		v.Input = p.input

@@ -16,6 +16,9 @@ type Paths struct {
 // Socket is the gate's socket.
 func (p Paths) Socket() string { return filepath.Join(p.RuntimeDir, "gate.sock") }
 
+// ApproveSocket is the approvers' socket.
+func (p Paths) ApproveSocket() string { return filepath.Join(p.RuntimeDir, "approve.sock") }
+
 // daemonLock is held by the running daemon for as long as it lives.
 func (p Paths) daemonLock() string { return filepath.Join(p.RuntimeDir, "gate.lock") }
 

@@ -111,6 +111,9 @@ type runner struct {
 
 func (r *runner) run(ctx context.Context) (Report, error) {
 	started := time.Now().UTC()
+	if err := becomeSubreaper(); err != nil {
+		r.log.Warn("not a child subreaper: processes the model detaches leave the session's parent chain", "err", err)
+	}
 	tmp, err := os.MkdirTemp("", "toolgate-run-")
 	if err != nil {
 		return Report{}, err
@@ -136,12 +139,28 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("start claude: %w", err)
 	}
+	if err := r.client.SetClaudePID(ctx, r.session, cmd.Process.Pid); err != nil {
+		r.log.Warn("tell the daemon claude's pid", "err", err)
+	}
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	go r.watchDaemon(watchCtx)
 	claudeCode := c.wait()
 	stopWatch()
 	c.stopGroup(3 * time.Second)
+	r.endOrphans(ctx)
 	return r.finish(context.WithoutCancel(ctx), started, claudeCode), nil
+}
+
+// endOrphans ends what the session detached, sparing the daemon (which
+// this process may have started, and so be the parent of).
+func (r *runner) endOrphans(ctx context.Context) {
+	keep := map[int]bool{}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if st, err := r.client.Status(sctx); err == nil {
+		keep[st.PID] = true
+	}
+	endOrphans(keep, 2*time.Second)
 }
 
 // claudeArgs writes the settings and MCP config files (0600, in a private
@@ -236,25 +255,84 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	return report
 }
 
-// promptDecider answers the prompt tool through the daemon. When the
-// daemon cannot be reached even after a restart, the call is denied
-// gate_unavailable: the gate fails closed.
+// promptDecider answers the prompt tool through the daemon. An ask waits
+// for a person, telling the CLI it is still waiting (progress), and
+// survives a restart of the daemon: it asks again for the same
+// tool_use_id and finds the same approval. When the daemon cannot be
+// reached even after a restart, the call is denied gate_unavailable.
 type promptDecider struct{ r *runner }
+
+// ProgressInterval is how often the prompt tool tells the CLI it still
+// waits for a person; the CLI's idle watchdog would abort it otherwise.
+const ProgressInterval = 2 * time.Second
 
 func (p *promptDecider) Decide(ctx context.Context, req prompttool.Request) (prompttool.Answer, error) {
 	preq := api.PromptRequest{SessionID: p.r.session, ToolName: req.ToolName, ToolUseID: req.ToolUseID, Input: req.Input}
-	v, err := p.r.client.Prompt(ctx, preq)
-	if api.IsUnavailable(err) && p.r.restart(ctx) {
-		v, err = p.r.client.Prompt(ctx, preq)
-	}
-	if err != nil {
+	announced := false
+	for attempt := 0; ; attempt++ {
+		v, err := p.r.client.Prompt(ctx, preq)
+		if err == nil && v.Effect == api.Ask {
+			if !announced {
+				announced = true
+				p.r.announce(req, v)
+			}
+			v, err = p.wait(ctx, req, v.ApprovalID)
+		}
+		if err == nil {
+			return answer(v), nil
+		}
+		if ctx.Err() != nil {
+			return prompttool.Answer{}, ctx.Err() // the CLI gave up on this call
+		}
+		if api.IsUnavailable(err) && attempt < 3 && p.r.restart(ctx) {
+			continue // the daemon is back: ask again, it finds the same approval
+		}
 		p.r.log.Error("permission prompt", "tool_use_id", req.ToolUseID, "err", err)
 		v = api.Verdict{Effect: api.Deny, ReasonCode: api.ReasonGateUnavailable, Source: api.SourceGate}
 		v.Message = api.DenyMessage(v, "")
 		p.r.spoolDeny(req, v)
+		return answer(v), nil
 	}
+}
+
+// wait waits for the approval, sending progress to the CLI meanwhile.
+func (p *promptDecider) wait(ctx context.Context, req prompttool.Request, id string) (api.Verdict, error) {
+	type result struct {
+		v   api.Verdict
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := p.r.client.Wait(ctx, id)
+		done <- result{v, err}
+	}()
+	tick := time.NewTicker(ProgressInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case r := <-done:
+			return r.v, r.err
+		case <-tick.C:
+			if req.Progress != nil {
+				req.Progress("waiting for a person to approve " + id)
+			}
+		}
+	}
+}
+
+func answer(v api.Verdict) prompttool.Answer {
 	return prompttool.Answer{Allow: v.Effect == api.Allow, Input: v.Input, Message: v.Message,
-		ReasonCode: v.ReasonCode, RuleID: v.RuleID}, nil
+		ReasonCode: v.ReasonCode, RuleID: v.RuleID}
+}
+
+// announce prints the one progress line of an ask on stderr.
+func (r *runner) announce(req prompttool.Request, v api.Verdict) {
+	left := ""
+	if v.ExpiresAt != nil {
+		left = "; expires in " + time.Until(*v.ExpiresAt).Round(time.Second).String()
+	}
+	fmt.Fprintf(r.cfg.Stderr, "toolgate: waiting for approval %s (%s: %s) — toolgate approve %s%s\n",
+		v.ApprovalID, req.ToolName, Summarize(req.ToolName, req.Input, 60), v.ApprovalID, left)
 }
 
 // spoolDeny records a call denied without the daemon, as the hook does.

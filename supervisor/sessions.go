@@ -186,3 +186,73 @@ func apiSession(rec ledger.Session) api.Session {
 	return api.Session{ID: rec.ID, PolicySHA256: rec.PolicySHA256, PolicyVersion: rec.PolicyVersion,
 		ClaudeSessionID: rec.ClaudeSessionID, Cwd: rec.Cwd, StartedAt: rec.StartedAt, EndedAt: rec.EndedAt}
 }
+
+// ruleTimeout is the approval_timeout of the rule with this id, if any.
+func (s *gateSession) ruleTimeout(ruleID string) time.Duration {
+	if ruleID == "" {
+		return 0
+	}
+	for _, r := range s.policy.Rules() {
+		if r.ID == ruleID && r.ApprovalTimeout != "" {
+			d, _ := time.ParseDuration(r.ApprovalTimeout)
+			return d
+		}
+	}
+	return 0
+}
+
+// loadActive caches the sessions that were running when the daemon last
+// stopped, so that their processes are known (and refused as approvers)
+// from the first moment.
+func (ss *sessions) loadActive(ctx context.Context) error {
+	all, err := ss.ledger.Sessions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, rec := range all {
+		var settings sessionSettings
+		if rec.EndedAt != nil || json.Unmarshal(rec.Settings, &settings) != nil || !processAlive(settings.SupervisorPID) {
+			continue
+		}
+		if _, err := ss.get(ctx, rec.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setClaudePID records the pid of a session's claude.
+func (ss *sessions) setClaudePID(ctx context.Context, id string, pid int) error {
+	s, err := ss.get(ctx, id)
+	if err != nil {
+		return err
+	}
+	rec, err := ss.ledger.UpdateSession(ctx, id, func(r *ledger.Session) { r.ClaudePID = pid })
+	if err != nil {
+		return err
+	}
+	ss.mu.Lock()
+	s.rec = rec
+	ss.mu.Unlock()
+	return nil
+}
+
+// gatedPIDs are the processes of live sessions (each supervisor and each
+// claude): nothing descending from them may decide an approval.
+func (ss *sessions) gatedPIDs() map[int]bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	pids := map[int]bool{}
+	for _, s := range ss.byID {
+		if s.rec.EndedAt != nil {
+			continue
+		}
+		if s.settings.SupervisorPID > 0 {
+			pids[s.settings.SupervisorPID] = true
+		}
+		if s.rec.ClaudePID > 0 {
+			pids[s.rec.ClaudePID] = true
+		}
+	}
+	return pids
+}

@@ -45,8 +45,7 @@ var errDaemonRunning = errors.New("a toolgate daemon is already running for this
 // lock: the lock, not a dial test, says that a socket file left behind is
 // stale (a dead daemon's lock is released by the kernel), so the file can
 // be replaced.
-func bindSocket(p Paths) (net.Listener, error) {
-	sock := p.Socket()
+func bindSocket(sock string) (net.Listener, error) {
 	if info, err := os.Lstat(sock); err == nil {
 		if info.Mode().Type() != fs.ModeSocket {
 			return nil, fmt.Errorf("%s exists and is not a socket; remove it if it is not yours", sock)

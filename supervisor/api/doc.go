@@ -25,12 +25,24 @@
 //	GET  /v1/sessions/{id}/calls     CallsResponse
 //	GET  /v1/calls                   CallsResponse (?session=ID to filter)
 //	POST /v1/hook                    HookRequest -> HookResponse
-//	POST /v1/prompt                  PromptRequest -> Verdict
+//	POST /v1/prompt                  PromptRequest -> Verdict (an ask carries approval_id)
+//	POST /v1/approvals/{id}/wait     -> Verdict, once a person decided or it expired
+//	POST /v1/sessions/{id}/claude    ClaudePIDRequest
+//
+// The approver socket (approve.sock) serves people and their tools; a
+// decision from the gated claude or any process descending from it (or
+// from its supervisor) is refused with 403 "self_approval":
+//
+//	GET  /v1/approvals               ApprovalsResponse (pending)
+//	GET  /v1/approvals/{id}          ApprovalDetail
+//	POST /v1/approvals/{id}/decide   DecideRequest -> ApprovalDetail
+//	GET  /v1/watch                   WatchEvent lines: a snapshot, then changes
 package api
 
 // ProtocolVersion is the version of this protocol. History:
 //
-//   - 1: 2026-11-29: sessions, hook events, the permission prompt, calls.
+//   - 1: 2026-11-29: sessions, hook events, the permission prompt, calls,
+//     approvals and the approver socket.
 const ProtocolVersion = 1
 
 // HeaderProtocol carries ProtocolVersion on every request and response.

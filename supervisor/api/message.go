@@ -48,6 +48,8 @@ func explain(reason string) string {
 		return "the permission gate is unavailable, so nothing can run until it is back."
 	case ReasonNoApprover:
 		return "it needs a person's approval and this run has no approver."
+	case ReasonQueueFull:
+		return "too many calls of this session are already waiting for a person."
 	}
 	return "the policy forbids it."
 }

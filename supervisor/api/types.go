@@ -23,6 +23,8 @@ const (
 	ReasonToolUseIDConflict  = "tool_use_id_conflict"
 	ReasonGateUnavailable    = "gate_unavailable"
 	ReasonNoApprover         = "no_approver"
+	ReasonQueueFull          = "queue_full"
+	ReasonUserApproved       = "user_approved"
 )
 
 // Sources of a verdict: who or what decided.
@@ -97,7 +99,8 @@ type Verdict struct {
 	Source     string          `json:"source,omitempty"`
 	ApprovalID string          `json:"approval_id,omitempty"`
 	Message    string          `json:"message,omitempty"`
-	Input      json.RawMessage `json:"input,omitempty"` // on allow from the prompt: the input to run
+	Input      json.RawMessage `json:"input,omitempty"`      // on allow from the prompt: the input to run
+	ExpiresAt  *time.Time      `json:"expires_at,omitempty"` // on ask: when the approval expires
 }
 
 // HookResponse answers a hook event. Verdict is nil for events that need no

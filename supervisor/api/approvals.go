@@ -1,0 +1,171 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Routes of the approver socket (approve.sock), beside gate.sock so that
+// what approvers may do is separate from what the hook may do.
+const (
+	RouteApprovals = "GET /v1/approvals"
+	RouteApproval  = "GET /v1/approvals/{id}"
+	RouteDecide    = "POST /v1/approvals/{id}/decide"
+	RouteWatch     = "GET /v1/watch"
+	// On gate.sock: toolgate run waits there for a person's decision.
+	RouteWait      = "POST /v1/approvals/{id}/wait"
+	RouteClaudePID = "POST /v1/sessions/{id}/claude"
+)
+
+// Approval is the approval record (the seed's schema).
+type Approval struct {
+	ID            string          `json:"id"`
+	SessionID     string          `json:"session_id"`
+	ToolUseID     string          `json:"tool_use_id"`
+	ToolName      string          `json:"tool_name"`
+	Input         json.RawMessage `json:"input"`
+	MatchedRule   *string         `json:"matched_rule"`
+	PolicyVersion int             `json:"policy_version"`
+	Status        string          `json:"status"`
+	CreatedAt     time.Time       `json:"created_at"`
+	ExpiresAt     time.Time       `json:"expires_at"`
+}
+
+// Decision is a decision on an approval.
+type Decision struct {
+	ApprovalID string    `json:"approval_id"`
+	ToolUseID  string    `json:"tool_use_id"`
+	Decision   string    `json:"decision"`
+	Actor      string    `json:"actor"`
+	ReasonCode string    `json:"reason_code"`
+	DecidedAt  time.Time `json:"decided_at"`
+	ActorPID   int       `json:"actor_pid,omitempty"`
+	ActorExe   string    `json:"actor_exe,omitempty"`
+	Note       string    `json:"note,omitempty"`
+}
+
+// WriteBack is what the gate answered the CLI for a call.
+type WriteBack struct {
+	ToolUseID  string `json:"tool_use_id"`
+	Effect     string `json:"effect"`
+	RuleID     string `json:"rule_id,omitempty"`
+	ReasonCode string `json:"reason_code,omitempty"`
+	WroteBack  bool   `json:"wrote_back"`
+}
+
+// ApprovalDetail is one approval with everything that came of it.
+type ApprovalDetail struct {
+	Approval   Approval   `json:"approval"`
+	ReasonCode string     `json:"reason_code,omitempty"` // the asking rule's
+	Decision   *Decision  `json:"decision,omitempty"`
+	WriteBack  *WriteBack `json:"write_back,omitempty"`
+}
+
+// ApprovalsResponse lists approvals.
+type ApprovalsResponse struct {
+	Approvals []ApprovalDetail `json:"approvals"`
+}
+
+// DecideRequest is a person's decision. Who decides is never part of it:
+// the daemon reads it from the caller's peer credentials.
+type DecideRequest struct {
+	Decision string `json:"decision"` // "approve" or "deny"
+	Reason   string `json:"reason,omitempty"`
+}
+
+// ClaudePIDRequest tells the daemon the pid of a session's claude.
+type ClaudePIDRequest struct {
+	PID int `json:"pid"`
+}
+
+// Watch event types.
+const (
+	EventSnapshot  = "snapshot"
+	EventRequested = "requested"
+	EventDecided   = "decided"
+	EventExpired   = "expired"
+)
+
+// WatchEvent is one line of GET /v1/watch. The first is a snapshot of
+// everything pending; then one event per change.
+type WatchEvent struct {
+	Type     string           `json:"type"`
+	Time     time.Time        `json:"time"`
+	Pending  []ApprovalDetail `json:"pending,omitempty"`  // snapshot
+	Approval *ApprovalDetail  `json:"approval,omitempty"` // requested, decided, expired
+}
+
+// Pending lists the pending approvals.
+func (c *Client) Pending(ctx context.Context) ([]ApprovalDetail, error) {
+	var r ApprovalsResponse
+	return r.Approvals, c.do(ctx, http.MethodGet, "/v1/approvals", nil, &r)
+}
+
+// Approval returns one approval with its decision and write-back.
+func (c *Client) Approval(ctx context.Context, id string) (ApprovalDetail, error) {
+	var d ApprovalDetail
+	return d, c.do(ctx, http.MethodGet, "/v1/approvals/"+url.PathEscape(id), nil, &d)
+}
+
+// Decide approves or denies a pending approval.
+func (c *Client) Decide(ctx context.Context, id string, r DecideRequest) (ApprovalDetail, error) {
+	var d ApprovalDetail
+	return d, c.do(ctx, http.MethodPost, "/v1/approvals/"+url.PathEscape(id)+"/decide", r, &d)
+}
+
+// Wait waits on gate.sock until a person decides the approval or it
+// expires, and returns the verdict for the call.
+func (c *Client) Wait(ctx context.Context, id string) (Verdict, error) {
+	var v Verdict
+	return v, c.do(ctx, http.MethodPost, "/v1/approvals/"+url.PathEscape(id)+"/wait", struct{}{}, &v)
+}
+
+// SetClaudePID tells the daemon which process is the session's claude.
+func (c *Client) SetClaudePID(ctx context.Context, session string, pid int) error {
+	return c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(session)+"/claude", ClaudePIDRequest{PID: pid}, nil)
+}
+
+// Watcher reads the events of GET /v1/watch.
+type Watcher struct {
+	body io.Closer
+	dec  *json.Decoder
+}
+
+// Watch opens the event stream; its first event is a snapshot.
+func (c *Client) Watch(ctx context.Context) (*Watcher, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://toolgate/v1/watch", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(HeaderProtocol, strconv.Itoa(ProtocolVersion))
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, &UnavailableError{SocketPath: c.SocketPath, Err: err}
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		var e Error
+		json.NewDecoder(resp.Body).Decode(&e)
+		return nil, &StatusError{Status: resp.StatusCode, Err: e}
+	}
+	return &Watcher{body: resp.Body, dec: json.NewDecoder(bufio.NewReader(resp.Body))}, nil
+}
+
+// Next returns the next event.
+func (w *Watcher) Next() (WatchEvent, error) {
+	var ev WatchEvent
+	if err := w.dec.Decode(&ev); err != nil {
+		return ev, fmt.Errorf("watch: %w", err)
+	}
+	return ev, nil
+}
+
+// Close ends the stream.
+func (w *Watcher) Close() error { return w.body.Close() }

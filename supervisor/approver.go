@@ -1,0 +1,147 @@
+package supervisor
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/supervisor/api"
+)
+
+// approverHandler serves approve.sock: what people and their tools may do.
+func (d *Daemon) approverHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc(api.RouteStatus, d.handleStatus)
+	mux.HandleFunc(api.RouteApprovals, d.handleApprovals)
+	mux.HandleFunc(api.RouteApproval, d.handleApproval)
+	mux.HandleFunc(api.RouteDecide, d.handleDecide)
+	mux.HandleFunc(api.RouteWatch, d.handleWatch)
+	return d.guard(mux)
+}
+
+func (d *Daemon) handleApprovals(w http.ResponseWriter, r *http.Request) {
+	pending, err := d.ledger.Pending(r.Context())
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	out := api.ApprovalsResponse{Approvals: []api.ApprovalDetail{}}
+	for _, a := range pending {
+		out.Approvals = append(out.Approvals, d.gate.detail(r.Context(), a))
+	}
+	writeJSON(w, out)
+}
+
+func (d *Daemon) handleApproval(w http.ResponseWriter, r *http.Request) {
+	a, err := d.ledger.Approval(r.Context(), r.PathValue("id"))
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, d.gate.detail(r.Context(), a))
+}
+
+// handleDecide records a person's decision. Who decides comes from the
+// kernel (SO_PEERCRED), never from the request; the gated claude, and
+// anything descending from it or from its supervisor, is refused: the
+// model never approves its own calls.
+func (d *Daemon) handleDecide(w http.ResponseWriter, r *http.Request) {
+	var req api.DecideRequest
+	if !decodeRequest(w, r, &req) {
+		return
+	}
+	if req.Decision != "approve" && req.Decision != "deny" {
+		writeError(w, http.StatusBadRequest, "bad_request", `decision must be "approve" or "deny"`)
+		return
+	}
+	p, _ := peerFrom(r.Context())
+	if descendsFrom(p.PID, d.sessions.gatedPIDs()) {
+		d.log.Warn("refused a decision from inside a gated session", "pid", p.PID, "approval", r.PathValue("id"))
+		writeError(w, http.StatusForbidden, "self_approval",
+			"a gated session cannot decide its own approvals; a person must, from outside the session")
+		return
+	}
+	who := actorOf(p)
+	a, _, err := d.gate.resolve(r.Context(), r.PathValue("id"), req.Decision == "approve", who, req.Reason)
+	var te *ledger.TerminalError
+	switch {
+	case errors.As(err, &te):
+		code := "already_decided"
+		if te.Approval.Status == ledger.StatusExpired {
+			code = "expired"
+		}
+		writeError(w, http.StatusConflict, code, describeRefusal(te))
+		return
+	case err != nil:
+		d.fail(w, r, err)
+		return
+	}
+	d.log.Info("approval decided", "approval", a.ID, "status", a.Status, "actor", who.Name, "pid", who.PID)
+	writeJSON(w, d.gate.detail(r.Context(), a))
+}
+
+// handleWatch streams JSON lines: a snapshot of what is pending, then an
+// event per change.
+func (d *Daemon) handleWatch(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "internal", "streaming is not supported")
+		return
+	}
+	events, cancel := d.gate.broker.watch() // before the snapshot: nothing is missed
+	defer cancel()
+	pending, err := d.ledger.Pending(r.Context())
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	snap := api.WatchEvent{Type: api.EventSnapshot, Time: time.Now().UTC(), Pending: []api.ApprovalDetail{}}
+	for _, a := range pending {
+		snap.Pending = append(snap.Pending, d.gate.detail(r.Context(), a))
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	enc.Encode(snap)
+	flusher.Flush()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return // too slow: the client reconnects and gets a snapshot
+			}
+			if enc.Encode(ev) != nil {
+				return
+			}
+			flusher.Flush()
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// handleWait holds a prompt until its approval is settled.
+func (d *Daemon) handleWait(w http.ResponseWriter, r *http.Request) {
+	v, err := d.gate.wait(r.Context(), r.PathValue("id"))
+	if errors.Is(err, errStillPending) {
+		return // the caller went away
+	}
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, v)
+}
+
+func (d *Daemon) handleClaudePID(w http.ResponseWriter, r *http.Request) {
+	var req api.ClaudePIDRequest
+	if !decodeRequest(w, r, &req) {
+		return
+	}
+	if err := d.sessions.setClaudePID(r.Context(), r.PathValue("id"), req.PID); err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, struct{}{})
+}

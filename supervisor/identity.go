@@ -1,0 +1,64 @@
+package supervisor
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+)
+
+// actor is who is deciding, from the kernel's peer credentials.
+type actor struct {
+	Name string // user:<login name>
+	PID  int
+	Exe  string
+}
+
+func actorOf(p peer) actor {
+	a := actor{Name: "uid:" + strconv.Itoa(p.UID), PID: p.PID}
+	if u, err := user.LookupId(strconv.Itoa(p.UID)); err == nil {
+		a.Name = "user:" + u.Username
+	}
+	a.Exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", p.PID))
+	return a
+}
+
+// parentPID reads a process's parent from /proc/<pid>/stat.
+func parentPID(pid int) (int, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The command name in parentheses may hold spaces: parse after it.
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0, false
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	if len(fields) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(fields[1])
+	return ppid, err == nil
+}
+
+// descendsFrom reports whether pid is one of ancestors or descends from
+// one, walking the parent chain to init. A chain that cannot be read is
+// treated as descending: the check fails closed.
+func descendsFrom(pid int, ancestors map[int]bool) bool {
+	for range 4096 {
+		if ancestors[pid] {
+			return true
+		}
+		if pid <= 1 {
+			return false
+		}
+		ppid, ok := parentPID(pid)
+		if !ok {
+			return true
+		}
+		pid = ppid
+	}
+	return true
+}

@@ -1,0 +1,34 @@
+package supervisor
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Summarize renders a tool input on one line for a person: a Bash command
+// as the command, a file tool as its path, anything else as compact JSON;
+// at most n characters.
+func Summarize(tool string, input []byte, n int) string {
+	var s string
+	switch {
+	case tool == "Bash":
+		s = gjson.GetBytes(input, "command").String()
+	case gjson.GetBytes(input, "file_path").Exists():
+		s = gjson.GetBytes(input, "file_path").String()
+	default:
+		var b bytes.Buffer
+		if json.Compact(&b, input) == nil {
+			s = b.String()
+		} else {
+			s = string(input)
+		}
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if len([]rune(s)) > n {
+		s = string([]rune(s)[:n-1]) + "…"
+	}
+	return s
+}
