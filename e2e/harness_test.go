@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,6 +125,8 @@ type runArgs struct {
 	mcp       string   // the --mcp-config value for the user's servers, if any
 	toolgate  []string // extra toolgate run flags
 	claudeEnv []string
+	// stderrLines, when set, also receives toolgate run's stderr.
+	stderrLines io.Writer
 }
 
 // run runs toolgate run -- claude -p on a scripted model and returns what
@@ -168,7 +171,11 @@ func (w *world) start(a runArgs) (*exec.Cmd, *result, func(*exec.Cmd) result) {
 	cmd.Dir = w.project
 	cmd.Env = append(w.env(model), a.claudeEnv...)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	tee := a.stderrLines
+	if tee == nil {
+		tee = io.Discard
+	}
+	cmd.Stdout, cmd.Stderr = &stdout, io.MultiWriter(&stderr, tee)
 	res := &result{model: model}
 	return cmd, res, func(cmd *exec.Cmd) result {
 		res.code = cmd.ProcessState.ExitCode()
@@ -222,6 +229,61 @@ func (w *world) audit(session string) []api.Call {
 		w.t.Fatalf("toolgate audit --json: %v: %s", err, out)
 	}
 	return doc.Calls
+}
+
+// lines is an io.Writer that hands each complete line to a channel.
+type lines struct {
+	ch  chan string
+	buf []byte
+}
+
+func newLines() *lines { return &lines{ch: make(chan string, 100)} }
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		select {
+		case l.ch <- string(l.buf[:i]):
+		default: // nobody is reading: drop it, the full text is in the result
+		}
+		l.buf = l.buf[i+1:]
+	}
+}
+
+// approvalID waits for toolgate run to announce an approval and returns
+// its id: the line is the sign that the record exists and a call waits.
+func (l *lines) approvalID(t *testing.T) string {
+	t.Helper()
+	timeout := time.After(runTimeout)
+	for {
+		select {
+		case line := <-l.ch:
+			if _, rest, ok := strings.Cut(line, "waiting for approval "); ok {
+				id, _, _ := strings.Cut(rest, " ")
+				return id
+			}
+		case <-timeout:
+			t.Fatal("toolgate run never announced an approval")
+		}
+	}
+}
+
+// toolgate runs a toolgate command in the world and returns its exit code
+// and output.
+func (w *world) toolgate(args ...string) (int, string) {
+	w.t.Helper()
+	cmd := exec.Command(toolgateBin, args...)
+	cmd.Env = w.env(nil)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		w.t.Fatalf("toolgate %v: %v", args, err)
+	}
+	return cmd.ProcessState.ExitCode(), string(out)
 }
 
 func waitGone(pid int, d time.Duration) bool {

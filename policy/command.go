@@ -239,8 +239,12 @@ func unquoted(b *strings.Builder, s string) bool {
 				b.WriteByte(s[i])
 			}
 			continue
-		case '*', '?', '[':
+		case '*', '?':
 			return false
+		case '[':
+			if strings.IndexByte(s[i+1:], ']') >= 0 {
+				return false // a bracket expression: the shell may expand it
+			}
 		}
 		b.WriteByte(c)
 	}

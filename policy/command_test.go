@@ -115,6 +115,9 @@ func TestCommandDenyLooksThroughWrappers(t *testing.T) {
 		{"git status", ""},
 		{"rmdir x", ""},
 		{"grep -r 'rm -rf' .", ""},
+		{"[ -n \"$x\" ] && ls", ""}, // [ is the test command, not a glob
+		{"[[ -f x ]] && ls", ""},
+		{"/bin/r[m] x", "deny-rm"}, // a bracket expression could expand to rm
 	}
 	for _, tt := range tests {
 		d := p.Decide(call("Bash", jsonString(tt.command)))

@@ -27,6 +27,10 @@ EXAMPLES
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
 			runCommand(),
+			pendingCommand(),
+			showCommand(),
+			decideCommand("approve", "approve a pending ask"),
+			decideCommand("deny", "deny a pending ask"),
 			serveCommand(),
 			auditCommand(),
 			policyCommand(),

@@ -22,6 +22,7 @@ const (
 	exitTempFail    = 75 // EX_TEMPFAIL: an approval expired; retry later
 	exitNoPerm      = 77 // EX_NOPERM: a call was denied
 	exitConfig      = 78 // EX_CONFIG: the policy document is invalid
+	exitConflict    = 79 // the approval was already decided by someone else
 	exitInterrupted = 130
 )
 
@@ -35,6 +36,7 @@ const exitStatusHelp = `EXIT STATUS
    75   an approval expired before anyone decided: retry later (EX_TEMPFAIL)
    77   a call was denied by policy, a person or a schema (EX_NOPERM)
    78   the policy document is invalid (EX_CONFIG)
+   79   the approval was already decided by someone else
    130  interrupted`
 
 // usageError is a bad command line.
@@ -69,6 +71,8 @@ func exitCode(err error, stderr io.Writer) int {
 	var usage *usageError
 	var data *dataError
 	var unavailable *gateUnavailable
+	var perm *permissionError
+	var conflict *conflictError
 	switch {
 	case errors.As(err, &usage):
 		fmt.Fprintln(stderr, "Try: toolgate --help")
@@ -79,6 +83,12 @@ func exitCode(err error, stderr io.Writer) int {
 		return exitDataErr
 	case errors.As(err, &unavailable):
 		return exitUnavailable
+	case errors.As(err, &perm):
+		return exitNoPerm
+	case errors.As(err, &conflict) && conflict.expired:
+		return exitTempFail
+	case errors.As(err, &conflict):
+		return exitConflict
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
 		return exitNoInput
 	case errors.Is(err, context.Canceled):

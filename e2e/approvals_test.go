@@ -1,0 +1,236 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/modelscript"
+)
+
+const askTouchPolicy = `{"version": 1, "default": "allow", "rules": [
+  {"id": "ask-touch", "effect": "ask", "tool": "Bash", "input": {"command": {"command": [["touch"]]}}, "reason_code": "needs_review"}
+]}`
+
+// runAsync starts a run and returns its stderr lines and a function that
+// waits for it.
+func (w *world) runAsync(a runArgs) (*lines, func() result) {
+	w.t.Helper()
+	l := newLines()
+	a.stderrLines = l
+	cmd, _, finish := w.start(a)
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	return l, func() result {
+		cmd.Wait()
+		return finish(cmd)
+	}
+}
+
+// 1: ask -> toolgate approve from another process -> the call runs once;
+// the decision's actor is the OS user; the report says source person.
+func TestApproveFromAnotherProcess(t *testing.T) {
+	w := newWorld(t)
+	l, wait := w.runAsync(runArgs{policy: askTouchPolicy, script: []modelscript.Step{step(bash("toolu_e2e_appr", "touch approved.txt"))}})
+	id := l.approvalID(t)
+	if code, out := w.toolgate("approve", id, "--reason", "fine by me"); code != 0 || out != "" {
+		t.Fatalf("approve: exit %d %q (want 0, quiet)", code, out)
+	}
+	r := wait()
+	if r.code != 0 {
+		t.Fatalf("exit %d", r.code)
+	}
+	if _, err := os.Stat(filepath.Join(w.project, "approved.txt")); err != nil {
+		t.Fatal("the approved call did not run")
+	}
+	c := r.call(t, "toolu_e2e_appr")
+	if c.Effect != "allow" || c.Source != "person" || c.Actor != "user:root" && !strings.HasPrefix(c.Actor, "user:") || c.ApprovalID != id || !c.Executed {
+		t.Errorf("report: %+v", c)
+	}
+	_, show := w.toolgate("show", id)
+	contains(t, "toolgate show", show, "approved by user:", "fine by me", "written back to claude: allow")
+	if calls := w.audit(r.report.SessionID); calls[0].Executions != 1 {
+		t.Errorf("ran %d times", calls[0].Executions)
+	}
+}
+
+// 2: ask -> toolgate deny --reason -> not run; the model's tool_result
+// names the rule and the reason_code (never the person's note); exit 77.
+func TestDenyFromAnotherProcess(t *testing.T) {
+	w := newWorld(t)
+	l, wait := w.runAsync(runArgs{policy: askTouchPolicy, script: []modelscript.Step{step(bash("toolu_e2e_deny", "touch denied.txt"))}})
+	id := l.approvalID(t)
+	if code, out := w.toolgate("deny", id, "--reason", "private note about the intern"); code != 0 {
+		t.Fatalf("deny: %d %s", code, out)
+	}
+	r := wait()
+	if r.code != 77 {
+		t.Fatalf("exit %d, want 77", r.code)
+	}
+	if _, err := os.Stat(filepath.Join(w.project, "denied.txt")); err == nil {
+		t.Fatal("the denied call ran")
+	}
+	text := r.saw(t, "toolu_e2e_deny").Text
+	contains(t, "the model's tool_result", text, "rule ask-touch", "reason_code needs_review")
+	if strings.Contains(text, "intern") {
+		t.Errorf("the approver's note reached the model: %s", text)
+	}
+	if c := r.call(t, "toolu_e2e_deny"); c.Source != "person" || c.ReasonCode != "needs_review" {
+		t.Errorf("report: %+v", c)
+	}
+}
+
+// 3: a 5-second approval timeout and nobody answering: deny
+// approval_expired, exit 75; a later approve is refused.
+func TestApprovalExpires(t *testing.T) {
+	w := newWorld(t)
+	l, wait := w.runAsync(runArgs{policy: askTouchPolicy, toolgate: []string{"--approval-timeout", "5s"},
+		script: []modelscript.Step{step(bash("toolu_e2e_exp", "touch late.txt"))}})
+	id := l.approvalID(t)
+	r := wait()
+	if r.code != 75 {
+		t.Fatalf("exit %d, want 75", r.code)
+	}
+	c := r.call(t, "toolu_e2e_exp")
+	if c.ReasonCode != "approval_expired" || c.Source != "expiry" || c.Executed {
+		t.Errorf("report: %+v", c)
+	}
+	contains(t, "the model's tool_result", r.saw(t, "toolu_e2e_exp").Text, "reason_code approval_expired")
+	code, out := w.toolgate("approve", id)
+	if code != 75 || !strings.Contains(out, "expired") {
+		t.Errorf("a late approve: exit %d %q", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(w.project, "late.txt")); err == nil {
+		t.Fatal("the expired call ran")
+	}
+}
+
+// 4: an ask held longer than the CLI's idle watchdog still completes,
+// thanks to the progress notifications the prompt tool sends. The CLI
+// checks its idle limit every 30 s (CONTRACT.md §2), so with the limit at
+// 3 s the wait must pass 33 s to be able to fail: it waits 36 s.
+func TestLongWaitSurvivesTheIdleWatchdog(t *testing.T) {
+	w := newWorld(t)
+	l, wait := w.runAsync(runArgs{policy: askTouchPolicy, claudeEnv: []string{"CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT=3000"},
+		script: []modelscript.Step{step(bash("toolu_e2e_slow", "touch slow.txt"))}})
+	id := l.approvalID(t)
+	time.Sleep(36 * time.Second) // the scenario itself: a person who takes longer than the watchdog
+	if code, out := w.toolgate("approve", id); code != 0 {
+		t.Fatalf("approve: %d %s", code, out)
+	}
+	r := wait()
+	if r.code != 0 {
+		t.Fatalf("exit %d", r.code)
+	}
+	if _, err := os.Stat(filepath.Join(w.project, "slow.txt")); err != nil {
+		t.Fatal("the call approved after 36 s did not run")
+	}
+}
+
+// 5: the daemon is SIGKILLed while a call waits; run brings it back and
+// asks again for the same tool_use_id; approve then lets the call run
+// exactly once, and the approval record is the same one.
+func TestDaemonKilledWhileWaiting(t *testing.T) {
+	w := newWorld(t)
+	policy := `{"version": 1, "default": "allow", "rules": [
+	  {"id": "ask-tee", "effect": "ask", "tool": "Bash", "input": {"command": {"command": [["tee"]]}}, "reason_code": "needs_review"}]}`
+	l, wait := w.runAsync(runArgs{policy: policy, script: []modelscript.Step{step(bash("toolu_e2e_crash", "echo ran | tee -a ran.txt"))}})
+	id := l.approvalID(t)
+	st, err := w.client().Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := os.FindProcess(st.PID)
+	p.Kill()
+	if !waitGone(st.PID, 10*time.Second) {
+		t.Fatal("the daemon survived SIGKILL")
+	}
+	// run's watcher restarts it; approving works once it is back.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, out := w.toolgate("approve", id)
+		if code == 0 {
+			break
+		}
+		if code != 69 || time.Now().After(deadline) {
+			t.Fatalf("approve after the restart: exit %d %s", code, out)
+		}
+		time.Sleep(100 * time.Millisecond) // polling an observable state: the daemon's return
+	}
+	r := wait()
+	if r.code != 0 {
+		t.Fatalf("exit %d", r.code)
+	}
+	data, _ := os.ReadFile(filepath.Join(w.project, "ran.txt"))
+	if strings.Count(string(data), "ran") != 1 {
+		t.Fatalf("the call ran %d times", strings.Count(string(data), "ran"))
+	}
+	if c := r.call(t, "toolu_e2e_crash"); c.ApprovalID != id || c.Effect != "allow" || !c.Executed {
+		t.Errorf("report: %+v (want approval %s)", c, id)
+	}
+	if st2, err := w.client().Status(t.Context()); err != nil || st2.PID == st.PID {
+		t.Errorf("the daemon was not restarted: %+v %v", st2, err)
+	}
+}
+
+// 6: the model's own Bash tool starts a detached process that later runs
+// toolgate approve for the model's next, pending call: refused
+// self_approval; the call stays pending and expires.
+func TestDetachedSelfApprovalIsRefused(t *testing.T) {
+	w := newWorld(t)
+	log := filepath.Join(w.root, "detached.log")
+	detached := `setsid sh -c 'for i in $(seq 1 100); do id=$(toolgate pending | awk "/^apr_/ {print \$1}" | head -n 1); ` +
+		`if [ -n "$id" ]; then toolgate approve "$id"; echo "exit $?"; exit 0; fi; sleep 0.2; done' > ` + log + ` 2>&1 < /dev/null &`
+	policy := `{"version": 1, "default": "allow", "rules": [
+	  {"id": "ask-touch", "effect": "ask", "tool": "Bash", "input": {"command": {"command": [["touch"]]}}, "reason_code": "needs_review"}]}`
+	l, wait := w.runAsync(runArgs{policy: policy, toolgate: []string{"--approval-timeout", "8s"},
+		claudeEnv: []string{"PATH=" + filepath.Dir(toolgateBin) + ":" + os.Getenv("PATH")},
+		script:    []modelscript.Step{step(bash("toolu_e2e_detach", detached)), step(bash("toolu_e2e_next", "touch forged.txt"))}})
+	l.approvalID(t)
+	r := wait()
+	if r.code != 75 {
+		t.Fatalf("exit %d, want 75", r.code)
+	}
+	if _, err := os.Stat(filepath.Join(w.project, "forged.txt")); err == nil {
+		t.Fatal("the model approved its own call")
+	}
+	out, _ := os.ReadFile(log)
+	contains(t, "the detached process's output", string(out), "a gated session cannot decide its own approvals", "exit 77")
+	if c := r.call(t, "toolu_e2e_next"); c.ReasonCode != "approval_expired" {
+		t.Errorf("report: %+v", c)
+	}
+}
+
+// 7: two parallel Read calls in one message both ask: both wait, and each
+// is resolved on its own.
+func TestTwoParallelAsks(t *testing.T) {
+	w := newWorld(t)
+	a, b := w.writeFile("a.txt", "alpha"), w.writeFile("b.txt", "bravo")
+	policy := `{"version": 1, "default": "allow", "rules": [
+	  {"id": "ask-reads", "effect": "ask", "tool": "Read", "reason_code": "needs_review"}]}`
+	reads := step(modelscript.ToolUse{ID: "toolu_e2e_ra", Name: "Read", Input: map[string]string{"file_path": a}},
+		modelscript.ToolUse{ID: "toolu_e2e_rb", Name: "Read", Input: map[string]string{"file_path": b}})
+	l, wait := w.runAsync(runArgs{policy: policy, script: []modelscript.Step{reads}})
+	first, second := l.approvalID(t), l.approvalID(t)
+	for _, id := range []string{first, second} {
+		_, show := w.toolgate("show", id)
+		if strings.Contains(show, "a.txt") {
+			w.toolgate("approve", id)
+		} else {
+			w.toolgate("deny", id)
+		}
+	}
+	r := wait()
+	if r.code != 77 {
+		t.Fatalf("exit %d, want 77", r.code)
+	}
+	if res := r.saw(t, "toolu_e2e_ra"); !strings.Contains(res.Text, "alpha") {
+		t.Errorf("the approved read: %q", res.Text)
+	}
+	if res := r.saw(t, "toolu_e2e_rb"); strings.Contains(res.Text, "bravo") || !strings.Contains(res.Text, "reason_code needs_review") {
+		t.Errorf("the denied read: %q", res.Text)
+	}
+}
