@@ -150,12 +150,19 @@ func (d *Daemon) exitWhenIdle(ctx context.Context, exit context.CancelFunc) {
 		case <-tick.C:
 		}
 		idle := time.Since(time.Unix(0, d.lastSeen.Load()))
-		if d.inflight.Load() == 0 && d.sessions.active() == 0 && idle >= d.cfg.IdleExit {
+		if d.inflight.Load() == 0 && d.sessions.active() == 0 && idle >= d.cfg.IdleExit && !d.anyPending(ctx) {
 			d.log.Info("idle: exiting", "idle", idle.Round(time.Second))
 			exit()
 			return
 		}
 	}
+}
+
+// anyPending reports whether an approval waits: the daemon stays to expire
+// it on time.
+func (d *Daemon) anyPending(ctx context.Context) bool {
+	pending, err := d.ledger.Pending(ctx)
+	return err != nil || len(pending) > 0
 }
 
 func (d *Daemon) handler() http.Handler {

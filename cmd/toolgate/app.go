@@ -34,6 +34,8 @@ EXAMPLES
 			serveCommand(),
 			auditCommand(),
 			policyCommand(),
+			demoCommand(),
+			demoMCPCommand(),
 		},
 		// Errors become exit codes in exitCode only; urfave must never exit.
 		ExitErrHandler:       func(*cli.Context, error) {},

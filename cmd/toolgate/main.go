@@ -4,8 +4,14 @@
 //
 // Environment variables (each is also a flag; the flag wins):
 //
-//	TOOLGATE_POLICY   the policy file of policy test / explain / export-settings
-//	HOME              where "~" in policy paths expands to
+//	TOOLGATE_POLICY        the policy file (run, policy test / explain / export-settings)
+//	TOOLGATE_LEDGER        the ledger directory
+//	TOOLGATE_RUNTIME_DIR   sockets and locks ($XDG_RUNTIME_DIR/toolgate)
+//	TOOLGATE_STATE_DIR     the ledger and the daemon's log ($XDG_STATE_HOME/toolgate)
+//	TOOLGATE_CLAUDE        the claude executable (run, demo)
+//	TOOLGATE_HOOK          the toolgate-hook executable (run)
+//	TOOLGATE_REPORT, TOOLGATE_APPROVAL_TIMEOUT, TOOLGATE_ON_ASK, TOOLGATE_IDLE_EXIT: run's and serve's flags
+//	XDG_RUNTIME_DIR, XDG_STATE_HOME, XDG_CONFIG_HOME, XDG_CACHE_HOME, HOME
 package main
 
 import (

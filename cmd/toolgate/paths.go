@@ -28,18 +28,30 @@ func xdgDir(env, fallback string) string {
 	return filepath.Join(home, fallback, appName)
 }
 
-// runtimeDir is $XDG_RUNTIME_DIR/toolgate, or a private directory under
-// the system's temporary directory when XDG_RUNTIME_DIR is unset.
+// runtimeDir is TOOLGATE_RUNTIME_DIR, or $XDG_RUNTIME_DIR/toolgate, or a
+// private directory under the system's temporary directory when
+// XDG_RUNTIME_DIR is unset.
 func runtimeDir() string {
+	if dir := os.Getenv("TOOLGATE_RUNTIME_DIR"); filepath.IsAbs(dir) {
+		return dir
+	}
 	if dir := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(dir) {
 		return filepath.Join(dir, appName)
 	}
 	return filepath.Join(os.TempDir(), fmt.Sprintf("%s-%d", appName, os.Getuid()))
 }
 
+// stateDir is TOOLGATE_STATE_DIR, or $XDG_STATE_HOME/toolgate.
+func stateDir() string {
+	if dir := os.Getenv("TOOLGATE_STATE_DIR"); filepath.IsAbs(dir) {
+		return dir
+	}
+	return xdgDir("XDG_STATE_HOME", ".local/state")
+}
+
 // gatePaths are the daemon's paths; ledger overrides the ledger directory.
 func gatePaths(ledger string) supervisor.Paths {
-	return supervisor.Paths{RuntimeDir: runtimeDir(), StateDir: xdgDir("XDG_STATE_HOME", ".local/state"), Ledger: ledger}
+	return supervisor.Paths{RuntimeDir: runtimeDir(), StateDir: stateDir(), Ledger: ledger}
 }
 
 // defaultLedgerDir is $XDG_STATE_HOME/toolgate/ledger.
