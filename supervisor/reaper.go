@@ -68,3 +68,18 @@ func reap() {
 		}
 	}
 }
+
+// closeInherited marks every file descriptor above stderr close-on-exec.
+// What this process inherited (a cron job's lock file, say) must not leak
+// into the daemon it starts, which outlives it and would hold the lock.
+func closeInherited() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
+	}
+}

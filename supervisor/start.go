@@ -25,6 +25,7 @@ type StartConfig struct {
 // in its own session, logging to Paths.LogFile) when none answers. A lock
 // file serializes concurrent starters, so two runs never start two daemons.
 func EnsureDaemon(ctx context.Context, cfg StartConfig) (*api.Client, error) {
+	closeInherited()
 	client := api.NewClient(cfg.Paths.Socket())
 	if daemonAnswers(ctx, client) {
 		return client, nil

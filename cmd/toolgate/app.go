@@ -35,6 +35,7 @@ EXAMPLES
 			auditCommand(),
 			policyCommand(),
 			demoCommand(),
+			doctorCommand(),
 			demoMCPCommand(),
 		},
 		// Errors become exit codes in exitCode only; urfave must never exit.

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+
+	"github.com/toolgate/toolgate/demo"
+	"github.com/toolgate/toolgate/doctor"
+	"github.com/toolgate/toolgate/supervisor"
+	"github.com/urfave/cli/v2"
+)
+
+// testedClaudeVersions are the Claude Code releases the end-to-end suite
+// passed on (README, Compatibility).
+var testedClaudeVersions = []string{demo.PinnedClaudeVersion}
+
+func doctorCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "doctor",
+		Usage: "check the installation and say how to fix what is wrong",
+		Description: `Checks claude and its version against the tested ones, the daemon, the sockets'
+permissions, the ledger's size, the approval timeouts, the hooks in your user and
+project Claude Code settings, and the desktop notification bus.
+
+EXAMPLES
+   toolgate doctor
+   toolgate doctor --json | jq '.checks[] | select(.status != "ok")'
+
+EXIT STATUS
+   0    nothing failed (warnings may remain)
+   69   at least one check failed`,
+		Flags: []cli.Flag{
+			jsonFlag(),
+			&cli.StringFlag{Name: "claude", EnvVars: []string{"TOOLGATE_CLAUDE"}, Value: "claude", Usage: "the claude executable"},
+		},
+		Action: func(cliCtx *cli.Context) error {
+			cwd, _ := os.Getwd()
+			home, _ := os.UserHomeDir()
+			claude := cliCtx.String("claude")
+			if claude == "claude" {
+				if cached := demo.ClaudeCacheDir(demo.PinnedClaudeVersion) + "/node_modules/.bin/claude"; fileExists(cached) && !onPath("claude") {
+					claude = cached
+				}
+			}
+			checks := doctor.Run(cliCtx.Context, doctor.Config{Paths: gatePaths(""), Claude: claude, Tested: testedClaudeVersions,
+				Cwd: cwd, Home: home, DBusAddress: os.Getenv("DBUS_SESSION_BUS_ADDRESS"), ApprovalWait: supervisor.DefaultApprovalTimeout})
+			failed := false
+			for _, c := range checks {
+				failed = failed || c.Status == doctor.Fail
+			}
+			if cliCtx.Bool("json") {
+				if err := writeJSON(cliCtx.App.Writer, struct {
+					SchemaVersion int            `json:"schema_version"`
+					OK            bool           `json:"ok"`
+					Checks        []doctor.Check `json:"checks"`
+				}{1, !failed, checks}); err != nil {
+					return err
+				}
+			} else {
+				for _, c := range checks {
+					fmt.Fprintf(cliCtx.App.Writer, "%-4s  %-16s %s\n", c.Status, c.Name, c.Detail)
+					if c.Fix != "" {
+						fmt.Fprintf(cliCtx.App.Writer, "      %-16s fix: %s\n", "", c.Fix)
+					}
+				}
+			}
+			if failed {
+				return &exitStatus{exitUnavailable}
+			}
+			return nil
+		},
+	}
+}
+
+func fileExists(path string) bool { _, err := os.Stat(path); return err == nil }
+
+func onPath(name string) bool {
+	_, err := exec.LookPath(name)
+	return err == nil
+}

@@ -1,0 +1,210 @@
+// Package doctor checks a toolgate installation and says, for each
+// problem, how to fix it: the claude executable and its version, the
+// daemon and its sockets, the ledger, the timeouts, the hooks installed in
+// Claude Code's settings, and the desktop notification bus.
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/toolgate/toolgate/supervisor"
+	"github.com/toolgate/toolgate/supervisor/api"
+)
+
+// Status of a check.
+const (
+	OK   = "ok"
+	Warn = "warn"
+	Fail = "fail"
+)
+
+// Check is one thing checked.
+type Check struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// Config says what to check.
+type Config struct {
+	Paths        supervisor.Paths
+	Claude       string   // the claude executable as configured ("claude" on PATH by default)
+	Tested       []string // the Claude Code versions the end-to-end suite passed on
+	Cwd, Home    string
+	DBusAddress  string // DBUS_SESSION_BUS_ADDRESS
+	ApprovalWait time.Duration
+}
+
+// Run runs every check.
+func Run(ctx context.Context, cfg Config) []Check {
+	return []Check{
+		checkClaude(ctx, cfg),
+		checkDaemon(ctx, cfg),
+		checkSockets(cfg),
+		checkLedger(cfg),
+		checkTimeouts(cfg),
+		checkSettings(cfg, "user", filepath.Join(cfg.Home, ".claude", "settings.json")),
+		checkSettings(cfg, "project", filepath.Join(cfg.Cwd, ".claude", "settings.json")),
+		checkNotify(cfg),
+	}
+}
+
+var versionRe = regexp.MustCompile(`\b(\d+\.\d+\.\d+)\b`)
+
+func checkClaude(ctx context.Context, cfg Config) Check {
+	c := Check{Name: "claude"}
+	path, err := exec.LookPath(cfg.Claude)
+	if err != nil {
+		c.Status, c.Detail = Fail, fmt.Sprintf("%q not found", cfg.Claude)
+		c.Fix = "npm install -g @anthropic-ai/claude-code, or set TOOLGATE_CLAUDE (toolgate demo installs the tested version)"
+		return c
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	version := versionRe.FindString(string(out))
+	if err != nil || version == "" {
+		c.Status, c.Detail, c.Fix = Warn, path+": its version could not be read", "run "+path+" --version to see why"
+		return c
+	}
+	for _, v := range cfg.Tested {
+		if v == version {
+			c.Status, c.Detail = OK, fmt.Sprintf("%s, version %s (tested)", path, version)
+			return c
+		}
+	}
+	c.Status = Warn
+	c.Detail = fmt.Sprintf("%s, version %s: not among the versions toolgate was tested on (%s)", path, version, strings.Join(cfg.Tested, ", "))
+	c.Fix = "run the end-to-end suite against it: TOOLGATE_CLAUDE_VERSION=" + version + " ./scripts/test"
+	return c
+}
+
+func checkDaemon(ctx context.Context, cfg Config) Check {
+	c := Check{Name: "daemon"}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	st, err := api.NewClient(cfg.Paths.Socket()).Status(ctx)
+	switch {
+	case err == nil:
+		c.Status, c.Detail = OK, fmt.Sprintf("pid %d, protocol %d, %d active sessions, ledger %s", st.PID, st.Protocol, st.Sessions, st.Ledger)
+	case api.IsUnavailable(err) && !supervisor.DaemonAlive(cfg.Paths):
+		c.Status, c.Detail = OK, "not running (toolgate run starts it on demand)"
+	default:
+		c.Status, c.Detail = Fail, err.Error()
+		c.Fix = "look at " + cfg.Paths.LogFile() + "; stop the stuck daemon and let toolgate run start a new one"
+	}
+	return c
+}
+
+func checkSockets(cfg Config) Check {
+	c := Check{Name: "sockets", Status: OK}
+	info, err := os.Stat(cfg.Paths.RuntimeDir)
+	if err != nil {
+		c.Detail = cfg.Paths.RuntimeDir + " does not exist yet (created on first use)"
+		return c
+	}
+	var problems []string
+	if info.Mode().Perm() != 0o700 {
+		problems = append(problems, fmt.Sprintf("%s is %v, want 0700", cfg.Paths.RuntimeDir, info.Mode().Perm()))
+	}
+	for _, sock := range []string{cfg.Paths.Socket(), cfg.Paths.ApproveSocket()} {
+		info, err := os.Lstat(sock)
+		switch {
+		case err != nil:
+		case info.Mode().Type() != fs.ModeSocket:
+			problems = append(problems, sock+" is not a socket")
+		case info.Mode().Perm() != 0o600:
+			problems = append(problems, fmt.Sprintf("%s is %v, want 0600", sock, info.Mode().Perm()))
+		}
+	}
+	if len(problems) > 0 {
+		c.Status, c.Detail = Fail, strings.Join(problems, "; ")
+		c.Fix = "stop the daemon, remove " + cfg.Paths.RuntimeDir + " and let toolgate recreate it"
+		return c
+	}
+	c.Detail = cfg.Paths.RuntimeDir + " 0700, sockets 0600"
+	return c
+}
+
+func checkLedger(cfg Config) Check {
+	c := Check{Name: "ledger"}
+	dir := cfg.Paths.LedgerDir()
+	var size int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if info, err := d.Info(); err == nil {
+			size += allocated(info) // Badger's files are sparse: count what is on disk
+		}
+		return nil
+	})
+	switch {
+	case os.IsNotExist(err):
+		c.Status, c.Detail = OK, dir+" does not exist yet (created on first use)"
+	case err != nil:
+		c.Status, c.Detail, c.Fix = Fail, err.Error(), "check the permissions of "+dir
+	default:
+		c.Status, c.Detail = OK, fmt.Sprintf("%s, %.1f MB on disk; toolgate audit verify checks its chain", dir, float64(size)/(1<<20))
+	}
+	return c
+}
+
+func allocated(info fs.FileInfo) int64 {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return st.Blocks * 512
+	}
+	return info.Size()
+}
+
+func checkTimeouts(cfg Config) Check {
+	return Check{Name: "timeouts", Status: OK, Detail: fmt.Sprintf(
+		"approvals wait %s by default; toolgate run gives the prompt tool an MCP timeout 5 minutes longer, so the gate's expiry always answers first",
+		cfg.ApprovalWait)}
+}
+
+func checkSettings(cfg Config, scope, path string) Check {
+	c := Check{Name: scope + " settings", Status: OK}
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		c.Detail = path + ": none"
+		return c
+	}
+	if err != nil {
+		c.Status, c.Detail = Warn, err.Error()
+		return c
+	}
+	s := string(data)
+	switch {
+	case strings.Contains(s, "toolgate-hook"):
+		c.Detail = path + ": toolgate's hook is installed"
+	case strings.Contains(s, `"PreToolUse"`):
+		c.Status = Warn
+		c.Detail = path + ": other PreToolUse hooks run beside toolgate's"
+		c.Fix = "toolgate always answers explicitly, so another hook cannot loosen its decision; but run with --setting-sources user to keep project hooks out entirely"
+	default:
+		c.Detail = path + ": no hooks that concern toolgate"
+	}
+	return c
+}
+
+func checkNotify(cfg Config) Check {
+	c := Check{Name: "notifications"}
+	if cfg.DBusAddress == "" {
+		c.Status, c.Detail = Warn, "no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is unset): desktop notifications cannot be shown"
+		c.Fix = "approve from a terminal (toolgate pending / approve), or run in a desktop session"
+		return c
+	}
+	c.Status, c.Detail = OK, "D-Bus session bus at "+cfg.DBusAddress
+	return c
+}
