@@ -60,11 +60,13 @@ func Main(stdin io.Reader, stdout, stderr io.Writer, env Env) (code int) {
 	case len(raw) > MaxEvent:
 		return answerLocal(stdout, stderr, env, event, nil, fmt.Errorf("the event is larger than %d bytes", MaxEvent))
 	}
-	if name := gjson.GetBytes(raw, "hook_event_name"); name.Type == gjson.String {
-		event = name.Str
-	}
 	if !gjson.ValidBytes(raw) {
 		return answerLocal(stdout, stderr, env, event, nil, fmt.Errorf("the event is not valid JSON"))
+	}
+	// Only the events after a call go unanswered; anything else, a
+	// PreToolUse or an event that is not what it should be, gets a verdict.
+	if name := gjson.GetBytes(raw, "hook_event_name"); name.Type == gjson.String && afterCall[name.Str] {
+		event = name.Str
 	}
 	session, socket := env("TOOLGATE_SESSION"), env("TOOLGATE_SOCKET")
 	if session == "" || socket == "" {
@@ -77,11 +79,18 @@ func Main(stdin io.Reader, stdout, stderr io.Writer, env Env) (code int) {
 	if err != nil {
 		return answerLocal(stdout, stderr, env, event, raw, err)
 	}
-	if resp.Verdict != nil {
+	switch {
+	case resp.Verdict != nil:
 		writeAnswer(stdout, event, *resp.Verdict)
+	case event == "PreToolUse":
+		return answerLocal(stdout, stderr, env, event, raw, fmt.Errorf("the daemon gave no verdict"))
 	}
 	return 0
 }
+
+// afterCall are the events that come after a call ran (or was denied):
+// they are recorded, never answered.
+var afterCall = map[string]bool{"PostToolUse": true, "PostToolUseFailure": true, "PostToolBatch": true}
 
 // unavailable is the verdict when the daemon cannot decide.
 func unavailable() api.Verdict {

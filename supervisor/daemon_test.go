@@ -56,7 +56,7 @@ const testPolicy = `{"version": 2, "default": "ask", "rules": [
   {"id": "deny-rm", "effect": "deny", "tool": "Bash", "input": {"command": {"command": [["rm"]]}}, "reason_code": "destructive"},
   {"id": "allow-ls", "effect": "allow", "tool": "Bash", "input": {"command": {"command": [["ls"]]}}}]}`
 
-func register(t *testing.T, c *api.Client) string {
+func register(t testing.TB, c *api.Client) string {
 	t.Helper()
 	s, err := c.Register(ctx, api.RegisterRequest{Policy: json.RawMessage(testPolicy), PolicyName: "p.json",
 		Cwd: "/project", SupervisorPID: os.Getpid(),
