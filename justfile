@@ -9,13 +9,13 @@ lint:
     test -z "$(gofmt -l .)" || (gofmt -l . && exit 1)
     go vet ./...
 
-# benchmarks, each beside its floor measured in the same run
+# benchmarks, each beside its floor measured in the same run, as one table
 bench:
-    go test -run '^$' -bench . -benchmem ./...
+    ./scripts/bench
 
-# run a fuzz target for a while, e.g. `just fuzz FuzzCommand 5m`
-fuzz target time="1m":
-    go test ./policy -run '^$' -fuzz '^{{target}}$' -fuzztime {{time}}
+# run a fuzz target for a while, e.g. `just fuzz ./policy FuzzCommand 10m`
+fuzz pkg target time="1m":
+    go test {{pkg}} -run '^$' -fuzz '^{{target}}$' -fuzztime {{time}}
 
 # build both binaries into ./bin, statically (a dynamically linked hook
 # costs about 1 ms more on every tool call)

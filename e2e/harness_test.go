@@ -22,13 +22,16 @@ import (
 // world is one isolated toolgate installation: its own XDG directories
 // (so its own daemon and ledger), a HOME for claude, and a project.
 type world struct {
-	t       *testing.T
+	t       testing.TB
 	root    string
 	runtime string // XDG_RUNTIME_DIR: short, for the socket path limit
 	project string
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { return newWorldB(t) }
+
+// newWorldB is newWorld for benchmarks as well.
+func newWorldB(t testing.TB) *world {
 	t.Helper()
 	root := t.TempDir()
 	runtime, err := os.MkdirTemp("", "tg")

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -73,4 +76,74 @@ func percentile(ds []time.Duration, p int) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[(len(s)-1)*p/100]
+}
+
+// BenchmarkDaemonRSS measures the daemon's resident memory (a real
+// toolgate serve process) idle, and after 100,000 gated calls sent by 16
+// concurrent clients. Run it with -benchtime 1x.
+func BenchmarkDaemonRSS(b *testing.B) {
+	bin := filepath.Join(b.TempDir(), "toolgate")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/toolgate")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	for b.Loop() {
+		p := testPaths(b)
+		serve := exec.Command(bin, "serve")
+		serve.Env = append(os.Environ(), "TOOLGATE_RUNTIME_DIR="+p.RuntimeDir, "TOOLGATE_STATE_DIR="+p.StateDir)
+		if err := serve.Start(); err != nil {
+			b.Fatal(err)
+		}
+		c := api.NewClient(p.Socket())
+		for !daemonAnswers(ctx, c) {
+			time.Sleep(20 * time.Millisecond) // the daemon is starting
+		}
+		s, err := c.Register(ctx, api.RegisterRequest{Policy: json.RawMessage(testPolicy), PolicyName: "p", SupervisorPID: os.Getpid()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(rssMB(b, serve.Process.Pid), "idle_rss_MB")
+		const calls, clients = 100_000, 16
+		var wg sync.WaitGroup
+		var next atomic.Int64
+		for range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := next.Add(1); i <= calls; i = next.Add(1) {
+					ev := pre("toolu_"+strconv.FormatInt(i, 10), "Bash", `{"command":"ls -la `+strconv.FormatInt(i, 10)+`"}`)
+					if _, err := c.Hook(ctx, api.HookRequest{SessionID: s.ID, Event: ev}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		b.ReportMetric(rssMB(b, serve.Process.Pid), "rss_after_100k_MB")
+		b.ReportMetric(float64(procField(b, serve.Process.Pid, "VmHWM"))/(1<<20), "peak_rss_MB")
+		b.ReportMetric(float64(procField(b, serve.Process.Pid, "RssAnon"))/(1<<20), "anon_after_100k_MB")
+		b.ReportMetric(float64(procField(b, serve.Process.Pid, "RssFile"))/(1<<20), "file_after_100k_MB")
+		serve.Process.Signal(syscall.SIGTERM)
+		serve.Wait()
+	}
+}
+
+func rssMB(b *testing.B, pid int) float64 { return float64(procField(b, pid, "VmRSS")) / (1 << 20) }
+
+// procField reads a memory figure of a process from /proc, in bytes.
+func procField(b *testing.B, pid int, field string) int64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	b.Fatalf("no %s for %d", field, pid)
+	return 0
 }
