@@ -85,9 +85,11 @@ func TestDaemonGoneFailsClosed(t *testing.T) {
 		{ToolUses: []modelscript.ToolUse{bash("toolu_e2e_after", "touch after.txt")}, Before: killDaemon},
 	}
 	r := w.run(runArgs{policy: allowTouchPolicy, script: script})
-	if held != nil {
-		defer held.Close()
-	}
+	defer func() {
+		if held != nil {
+			held.Close()
+		}
+	}()
 	if r.code != 77 {
 		t.Fatalf("exit %d, want 77", r.code)
 	}
@@ -102,6 +104,20 @@ func TestDaemonGoneFailsClosed(t *testing.T) {
 		t.Errorf("report: %+v", c)
 	}
 	contains(t, "toolgate's stderr", r.stderr, "could not be restarted")
+	// Once the ledger is free again, a daemon puts the call denied while it
+	// was away into the audit.
+	held.Close()
+	held = nil
+	calls := w.audit(r.report.SessionID)
+	found := false
+	for _, c := range calls {
+		if c.ToolUseID == "toolu_e2e_after" {
+			found = c.Effect == "deny" && c.ReasonCode == "gate_unavailable" && !c.Executed
+		}
+	}
+	if !found || len(calls) != 2 {
+		t.Errorf("the audit after the daemon's return: %+v", calls)
+	}
 }
 
 // 9: two runs at once share one daemon and one audit, and neither sees the

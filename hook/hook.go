@@ -36,6 +36,9 @@ import (
 // MaxEvent bounds the event read from stdin. A larger one is denied.
 const MaxEvent = 8 << 20
 
+// maxSpooledInput bounds the tool input kept in the spool file.
+const maxSpooledInput = 64 << 10
+
 // Timeout bounds the round trip to the daemon: the hook must answer well
 // before the timeout Claude Code gives it (toolgate run sets 30 s), or the
 // CLI would treat its silence as no verdict.
@@ -120,10 +123,15 @@ func spool(path, event string, raw []byte, cause error) {
 	line, _ = sjson.SetBytes(line, "hook_event_name", event)
 	line, _ = sjson.SetBytes(line, "reason_code", api.ReasonGateUnavailable)
 	line, _ = sjson.SetBytes(line, "error", cause.Error())
-	for _, key := range []string{"tool_use_id", "tool_name"} {
+	for _, key := range []string{"tool_use_id", "tool_name", "agent_id"} {
 		if v := gjson.GetBytes(raw, key); v.Type == gjson.String {
 			line, _ = sjson.SetBytes(line, key, v.Str)
 		}
+	}
+	// The input too, when it is small, so that the daemon can put the call
+	// in the audit once it is back.
+	if in := gjson.GetBytes(raw, "tool_input"); in.IsObject() && len(in.Raw) <= maxSpooledInput {
+		line, _ = sjson.SetRawBytes(line, "tool_input", []byte(in.Raw))
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {

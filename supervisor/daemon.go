@@ -91,6 +91,7 @@ func ServeDaemon(ctx context.Context, cfg DaemonConfig) error {
 	if err := d.sessions.loadActive(ctx); err != nil {
 		log.Error("load the active sessions", "err", err)
 	}
+	d.ingestSpools(ctx)
 	return d.serve(ctx, gateLn, approveLn)
 }
 
@@ -279,6 +280,7 @@ func (d *Daemon) handleEndSession(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
+	d.ingestSpool(r.Context(), rec.ID, true)
 	writeJSON(w, apiSession(rec))
 }
 

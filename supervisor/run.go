@@ -124,8 +124,9 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 		return Report{}, &UnavailableError{err}
 	}
 	defer host.Close()
+	// The spool stays until the daemon has put it in the ledger (it does
+	// when the session ends, or when it starts again).
 	r.spool = r.cfg.Paths.SpoolFile(r.session)
-	defer os.Remove(r.spool)
 	args, err := r.claudeArgs(tmp, host)
 	if err != nil {
 		return Report{}, err
@@ -228,6 +229,7 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var warnings []string
+	spooled := readSpool(r.spool) // before the daemon, at the session's end, ingests and removes it
 	_, err := r.client.EndSession(ctx, r.session)
 	if api.IsUnavailable(err) && r.restart(ctx) {
 		_, err = r.client.EndSession(ctx, r.session)
@@ -239,7 +241,7 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	if err != nil {
 		warnings = append(warnings, "the daemon's record of the session is unavailable: "+err.Error())
 	}
-	report := buildReport(calls, readSpool(r.spool))
+	report := buildReport(calls, spooled)
 	report.SessionID, report.StartedAt, report.EndedAt = r.session, started, time.Now().UTC()
 	report.ClaudeExitCode, report.Warnings = claudeCode, warnings
 	report.ExitCode = report.exitCode()

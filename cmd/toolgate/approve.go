@@ -13,8 +13,15 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// approverClient is the client of the approvers' socket.
-func approverClient() *api.Client { return api.NewClient(gatePaths("").ApproveSocket()) }
+// approverClient is the client of the approvers' socket, with a daemon
+// started when none runs (pending approvals live in the ledger; a daemon
+// re-arms them).
+func approverClient(ctx context.Context) (*api.Client, error) {
+	if err := ensureDaemon(ctx); err != nil {
+		return nil, err
+	}
+	return api.NewClient(gatePaths("").ApproveSocket()), nil
+}
 
 // approverError turns the daemon's refusals into what a person reads and
 // the exit code a script reads.
@@ -70,7 +77,11 @@ EXAMPLES
 ` + approverExitStatus,
 		Flags: []cli.Flag{jsonFlag()},
 		Action: func(cliCtx *cli.Context) error {
-			list, err := approverClient().Pending(cliCtx.Context)
+			client, err := approverClient(cliCtx.Context)
+			if err != nil {
+				return err
+			}
+			list, err := client.Pending(cliCtx.Context)
 			if err != nil {
 				return approverError(err)
 			}
@@ -119,7 +130,11 @@ func showCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			d, err := approverClient().Approval(cliCtx.Context, id)
+			client, err := approverClient(cliCtx.Context)
+			if err != nil {
+				return err
+			}
+			d, err := client.Approval(cliCtx.Context, id)
 			if err != nil {
 				return approverError(err)
 			}
@@ -173,7 +188,11 @@ EXAMPLES
 }
 
 func runDecide(ctx context.Context, id, decision, reason string) error {
-	_, err := approverClient().Decide(ctx, id, api.DecideRequest{Decision: decision, Reason: reason})
+	client, err := approverClient(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = client.Decide(ctx, id, api.DecideRequest{Decision: decision, Reason: reason})
 	if err != nil {
 		return approverError(err)
 	}

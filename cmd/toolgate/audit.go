@@ -185,6 +185,9 @@ func withLedger(dir string, fn func(*ledger.Ledger) error) error {
 
 // runAuditList lists calls through the daemon.
 func runAuditList(ctx context.Context, w io.Writer, session string, asJSON bool) error {
+	if err := ensureDaemon(ctx); err != nil {
+		return err
+	}
 	client := api.NewClient(gatePaths("").Socket())
 	calls, err := client.Calls(ctx, session)
 	if api.IsUnavailable(err) {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/toolgate/toolgate/supervisor"
 )
@@ -60,4 +62,18 @@ func defaultLedgerDir() string { return gatePaths("").LedgerDir() }
 // defaultPolicy is $XDG_CONFIG_HOME/toolgate/policy.json.
 func defaultPolicy() string {
 	return filepath.Join(xdgDir("XDG_CONFIG_HOME", ".config"), "policy.json")
+}
+
+// ensureDaemon starts the daemon when none runs, for the commands that
+// talk to it (toolgate run, audit, pending, show, approve, deny).
+func ensureDaemon(ctx context.Context) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	_, err = supervisor.EnsureDaemon(ctx, supervisor.StartConfig{Paths: gatePaths(os.Getenv(ledgerEnv)), Self: self, IdleExit: 5 * time.Minute})
+	if err != nil {
+		return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate doctor", err)}
+	}
+	return nil
 }
