@@ -176,3 +176,25 @@ func TestEveryCommandDocumentsExitStatus(t *testing.T) {
 	}
 	walk("", app.Commands)
 }
+
+// toolgate run refuses before claude starts: an invalid policy (78) and
+// arguments that would bypass the gate (64). claude here is /bin/true,
+// which must never run: the daemon is not even needed.
+func TestRunRefusesBeforeClaudeStarts(t *testing.T) {
+	t.Setenv("TOOLGATE_RUNTIME_DIR", filepath.Join(t.TempDir(), "rt"))
+	t.Setenv("TOOLGATE_STATE_DIR", filepath.Join(t.TempDir(), "state"))
+	hook := writeFile(t, "toolgate-hook", "#!/bin/sh\n")
+	bad := writeFile(t, "bad.json", `{"version":1,"default":"maybe","rules":[]}`)
+	if code, _, errOut := run(t, "", "run", "--hook", hook, "--policy", bad, "--", "/bin/true", "-p", "x"); code != exitConfig || !strings.Contains(errOut, "default") {
+		t.Errorf("invalid policy: exit %d %q", code, errOut)
+	}
+	for _, args := range [][]string{{"--dangerously-skip-permissions"}, {"--permission-mode", "bypassPermissions"}, {"--permission-prompt-tool", "mine"}} {
+		argv := append([]string{"run", "--hook", hook, "--policy", seed, "--", "/bin/true"}, args...)
+		if code, _, errOut := run(t, "", argv...); code != exitUsage {
+			t.Errorf("%v: exit %d %q", args, code, errOut)
+		}
+	}
+	if code, _, _ := run(t, "", "run", "--on-ask", "sometimes", "--", "/bin/true"); code != exitUsage {
+		t.Errorf("--on-ask sometimes: exit %d", code)
+	}
+}
