@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -167,5 +168,69 @@ func TestHostNeedsTheToken(t *testing.T) {
 	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != ToolName {
 		t.Fatalf("tools %+v %v", tools, err)
+	}
+}
+
+// TestProgressReachesTheClient: while a decision is waited for, the tool's
+// progress reaches the CLI as notifications/progress on the request's
+// token, over the real streamable HTTP transport: that is what keeps the
+// CLI's idle watchdog from aborting a long approval.
+func TestProgressReachesTheClient(t *testing.T) {
+	d := &decider{fn: func(r Request) (Answer, error) {
+		for range 4 {
+			r.Progress("waiting for a person")
+		}
+		return Answer{Allow: true}, nil
+	}}
+	h, err := Listen(d, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	c, err := client.NewStreamableHttpClient(h.URL, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + h.Token}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	progress := make(chan mcp.JSONRPCNotification, 10)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/progress" {
+			progress <- n
+		}
+	})
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	var req mcp.CallToolRequest
+	req.Params.Name = ToolName
+	req.Params.Arguments = map[string]any{"tool_name": "Bash", "input": map[string]any{"command": "x"}, "tool_use_id": "toolu_p"}
+	req.Params.Meta = &mcp.Meta{ProgressToken: 7}
+	if _, err := c.CallTool(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	// Notifications travel beside the result: wait for them, within bounds.
+	// mcp-go may drop the very first notification of a request (it races
+	// the response's switch to an event stream), which is why the prompt
+	// tool sends one as soon as it starts waiting: what matters is that
+	// the ones after it all arrive.
+	got := map[float64]bool{}
+	for len(got) < 4 && !(len(got) == 3 && !got[1]) {
+		select {
+		case n := <-progress:
+			if tok, _ := n.Params.AdditionalFields["progressToken"].(float64); tok != 7 {
+				t.Errorf("progress on the wrong token: %+v", n.Params)
+			}
+			p, _ := n.Params.AdditionalFields["progress"].(float64)
+			got[p] = true
+		case <-time.After(5 * time.Second):
+			t.Fatalf("progress notifications that reached the client: %v, want 2, 3 and 4 at least", got)
+		}
+	}
+	if !got[2] || !got[3] || !got[4] {
+		t.Errorf("progress notifications that reached the client: %v", got)
 	}
 }

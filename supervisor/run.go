@@ -310,6 +310,11 @@ func (p *promptDecider) wait(ctx context.Context, req prompttool.Request, id str
 	}()
 	tick := time.NewTicker(ProgressInterval)
 	defer tick.Stop()
+	if req.Progress != nil {
+		// At once: the first notification of a request may be lost while
+		// the response turns into an event stream; the later ones are not.
+		req.Progress("waiting for a person to approve " + id)
+	}
 	for {
 		select {
 		case r := <-done:
