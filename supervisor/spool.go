@@ -52,7 +52,21 @@ func (d *Daemon) ingestSpool(ctx context.Context, session string, remove bool) {
 				AgentID   string          `json:"agent_id"`
 				Input     json.RawMessage `json:"tool_input"`
 			}
-			if json.Unmarshal(sc.Bytes(), &line) != nil || line.Event != "PreToolUse" || line.ToolUseID == "" || line.ToolName == "" {
+			if json.Unmarshal(sc.Bytes(), &line) != nil || line.ToolUseID == "" {
+				continue
+			}
+			if line.Event == "PostToolUse" || line.Event == "PostToolUseFailure" {
+				// It ran while the daemon was away: record that, once (the
+				// file is read again at every start until the session ends).
+				if c, err := d.ledger.Call(ctx, line.ToolUseID); err == nil && c.Executions == 0 {
+					if _, err := d.ledger.RecordExecution(ctx, line.ToolUseID, ledger.Execution{
+						Failed: line.Event == "PostToolUseFailure", Outcome: "recorded from the spool"}); err == nil {
+						n++
+					}
+				}
+				continue
+			}
+			if line.Event != "PreToolUse" || line.ToolName == "" {
 				continue
 			}
 			if len(line.Input) == 0 {

@@ -1,0 +1,7 @@
+package e2e
+
+import "github.com/tidwall/gjson"
+
+type gjsonResult = gjson.Result
+
+func gjsonGet(s, path string) gjson.Result { return gjson.Get(s, path) }
