@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"golang.org/x/sys/unix"
 )
 
 // op is one operation for the committer: fn runs inside the batch's
@@ -78,6 +79,12 @@ func (l *Ledger) commitLoop() {
 // others run again without it; when an operation does not fit in the
 // transaction, the ones before it are committed first.
 func (l *Ledger) commitBatch(batch []*op) {
+	if err := l.checkSpace(); err != nil {
+		for _, o := range batch {
+			o.done <- result{nil, &storeError{err}}
+		}
+		return
+	}
 	for len(batch) > 0 {
 		t, results, failed, err := l.run(batch)
 		if failed >= 0 {
@@ -177,6 +184,21 @@ func (t *tx) set(key string, b []byte) error {
 func (t *tx) del(key string) error {
 	if err := t.txn.Delete([]byte(key)); err != nil {
 		return &storeError{err}
+	}
+	return nil
+}
+
+// checkSpace refuses to write when the filesystem is nearly full.
+func (l *Ledger) checkSpace() error {
+	if l.minFree < 0 {
+		return nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(l.dir, &st); err != nil {
+		return nil // cannot tell: let the write say
+	}
+	if free := int64(st.Bavail) * int64(st.Bsize); free < l.minFree {
+		return fmt.Errorf("%w (%d KB left, %d KB kept free)", ErrDiskFull, free>>10, l.minFree>>10)
 	}
 	return nil
 }

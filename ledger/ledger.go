@@ -24,11 +24,26 @@ type Options struct {
 	Now func() time.Time
 	// MaxBatch bounds how many operations share one transaction; 256 when 0.
 	MaxBatch int
+	// MinFree is the free space the ledger's filesystem must keep; below it
+	// writes fail with ErrDiskFull instead of being tried. Badger writes
+	// through memory-mapped files, and a write into a full filesystem
+	// there kills the process (SIGBUS). DefaultMinFree when 0; -1 never
+	// checks.
+	MinFree int64
 }
+
+// DefaultMinFree is the free space kept by default: more than a memtable
+// and a value log chunk can need.
+const DefaultMinFree = 32 << 20
+
+// ErrDiskFull is returned when the ledger's filesystem is (nearly) full.
+var ErrDiskFull = errors.New("the ledger's filesystem is full")
 
 // Ledger is an open ledger. Its methods are safe for concurrent use.
 type Ledger struct {
 	db       *badger.DB
+	dir      string
+	minFree  int64
 	now      func() time.Time
 	maxBatch int
 
@@ -54,8 +69,14 @@ func Open(dir string, opts Options) (*Ledger, error) {
 		}
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
-	l := &Ledger{db: db, now: opts.Now, maxBatch: opts.MaxBatch,
+	l := &Ledger{db: db, dir: dir, minFree: opts.MinFree, now: opts.Now, maxBatch: opts.MaxBatch,
 		ops: make(chan *op, 1024), done: make(chan struct{})}
+	if l.minFree == 0 {
+		l.minFree = DefaultMinFree
+	}
+	if opts.InMemory {
+		l.minFree = -1
+	}
 	if l.now == nil {
 		l.now = time.Now
 	}
