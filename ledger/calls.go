@@ -45,26 +45,7 @@ func InputSHA256(toolName string, input []byte) string {
 // with its state; a repeat with another input fails with a *ConflictError,
 // and the conflicting proposal is recorded in the audit.
 func (l *Ledger) Propose(ctx context.Context, p Proposal) (call Call, existed bool, err error) {
-	if p.ToolUseID == "" || p.SessionID == "" || p.ToolName == "" {
-		return Call{}, false, fmt.Errorf("propose: tool_use_id, session_id and tool_name are required")
-	}
-	if !json.Valid(p.Input) {
-		return Call{}, false, fmt.Errorf("propose: input is not valid JSON")
-	}
-	hash := InputSHA256(p.ToolName, p.Input)
-	type out struct {
-		call    Call
-		existed bool
-	}
-	v, err := l.write(ctx, func(t *tx) (any, error) {
-		c, existed, err := propose(t, p, hash)
-		return out{c, existed}, err
-	})
-	if v == nil {
-		return Call{}, false, err
-	}
-	o := v.(out)
-	return o.call, o.existed, err
+	return l.Gate(ctx, p, func(Call, bool) (*CallDecision, *WriteBack) { return nil, nil })
 }
 
 // propose is Propose inside a transaction.
@@ -289,10 +270,10 @@ type seenEvent struct {
 // decide is not called.
 func (l *Ledger) Gate(ctx context.Context, p Proposal, decide func(c Call, existed bool) (*CallDecision, *WriteBack)) (Call, bool, error) {
 	if p.ToolUseID == "" || p.SessionID == "" || p.ToolName == "" {
-		return Call{}, false, fmt.Errorf("gate: tool_use_id, session_id and tool_name are required")
+		return Call{}, false, fmt.Errorf("propose: tool_use_id, session_id and tool_name are required")
 	}
 	if !json.Valid(p.Input) {
-		return Call{}, false, fmt.Errorf("gate: input is not valid JSON")
+		return Call{}, false, fmt.Errorf("propose: input is not valid JSON")
 	}
 	hash := InputSHA256(p.ToolName, p.Input)
 	type out struct {
