@@ -8,7 +8,9 @@ package demo
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,13 +41,25 @@ type Config struct {
 	Stderr      io.Writer
 }
 
-// The demo's calls, in the order the scripted model proposes them.
+// The demo's calls, in the order the scripted model proposes them. Each
+// run adds its own suffix: a tool_use_id runs once, ever, so a second demo
+// reusing the first one's ids would be denied duplicate_tool_use_id.
 const (
 	idAllow = "toolu_demo_01_allow"
 	idEnv   = "toolu_demo_02_env"
 	idPR    = "toolu_demo_03_pr"
 	idAsk   = "toolu_demo_04_ask"
 )
+
+// ids are one run's tool_use_ids.
+type ids struct{ allow, env, pr, ask string }
+
+func newIDs() ids {
+	b := make([]byte, 4)
+	rand.Read(b)
+	sfx := "_" + hex.EncodeToString(b)
+	return ids{idAllow + sfx, idEnv + sfx, idPR + sfx, idAsk + sfx}
+}
 
 // Result is how the demo went.
 type Result struct {
@@ -79,7 +93,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	os.MkdirAll(home, 0o700)
-	model, err := modelscript.Start(script(project))
+	run := newIDs()
+	model, err := modelscript.Start(script(project, run))
 	if err != nil {
 		return Result{}, err
 	}
@@ -98,7 +113,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("start toolgate run: %w", err)
 	}
 	approverCtx, stopApprover := context.WithCancel(ctx)
-	go approver(approverCtx, cfg)
+	go approver(approverCtx, cfg, run.ask)
 	err = cmd.Wait()
 	stopApprover()
 	res := Result{RunExit: cmd.ProcessState.ExitCode()}
@@ -118,17 +133,17 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("read the session's audit: %w", err)
 	}
-	res.AsExpected = explain(cfg.Stdout, rep, res)
+	res.AsExpected = explain(cfg.Stdout, rep, res, run)
 	return res, nil
 }
 
 // script is what the scripted model proposes, turn by turn.
-func script(project string) []modelscript.Step {
+func script(project string, id ids) []modelscript.Step {
 	return []modelscript.Step{
-		{ToolUses: []modelscript.ToolUse{{ID: idAllow, Name: "Bash", Input: map[string]string{"command": "touch hello.txt", "description": "say hello"}}}},
-		{ToolUses: []modelscript.ToolUse{{ID: idEnv, Name: "Read", Input: map[string]string{"file_path": filepath.Join(project, ".env")}}}},
-		{ToolUses: []modelscript.ToolUse{{ID: idPR, Name: "mcp__demo__create_pull_request", Input: map[string]any{"base": 7, "title": "Add hello"}}}},
-		{ToolUses: []modelscript.ToolUse{{ID: idAsk, Name: "Bash", Input: map[string]string{"command": "touch release.txt", "description": "release"}}}},
+		{ToolUses: []modelscript.ToolUse{{ID: id.allow, Name: "Bash", Input: map[string]string{"command": "touch hello.txt", "description": "say hello"}}}},
+		{ToolUses: []modelscript.ToolUse{{ID: id.env, Name: "Read", Input: map[string]string{"file_path": filepath.Join(project, ".env")}}}},
+		{ToolUses: []modelscript.ToolUse{{ID: id.pr, Name: "mcp__demo__create_pull_request", Input: map[string]any{"base": 7, "title": "Add hello"}}}},
+		{ToolUses: []modelscript.ToolUse{{ID: id.ask, Name: "Bash", Input: map[string]string{"command": "touch release.txt", "description": "release"}}}},
 		{Text: "Done: one call ran, two were denied, one waited for a person."},
 	}
 }
@@ -153,7 +168,7 @@ func demoEnv(cfg Config, modelURL, home string) []string {
 // approver tells the person how to approve the demo's ask, and approves it
 // itself after AutoApprove when asked to. It is not part of the session
 // (it is the parent of toolgate run), so the daemon accepts its decision.
-func approver(ctx context.Context, cfg Config) {
+func approver(ctx context.Context, cfg Config, askID string) {
 	client := api.NewClient(cfg.Paths.ApproveSocket())
 	var w *api.Watcher
 	for w == nil {
@@ -174,7 +189,7 @@ func approver(ctx context.Context, cfg Config) {
 			return
 		}
 		for _, d := range append(ev.Pending, derefs(ev.Approval)...) {
-			if d.Approval.ToolUseID != idAsk || d.Approval.Status != "pending" {
+			if d.Approval.ToolUseID != askID || d.Approval.Status != "pending" {
 				continue
 			}
 			if cfg.AutoApprove <= 0 {

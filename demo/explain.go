@@ -10,19 +10,19 @@ import (
 
 // explain prints the session's audit, one sentence per call, and reports
 // whether every call came out as the demo means it to.
-func explain(w io.Writer, rep supervisor.Report, res Result) bool {
+func explain(w io.Writer, rep supervisor.Report, res Result, id ids) bool {
 	fmt.Fprintf(w, "\nThe audit of session %s (toolgate audit --session %s):\n", rep.SessionID, rep.SessionID)
 	got := map[string]api.Call{}
 	for _, c := range res.Calls {
 		got[c.ToolUseID] = c
-		fmt.Fprintf(w, "  %-22s %-31s %-5s %-20s %s\n", c.ToolUseID, c.ToolName, c.Effect, reasonOrRule(c), ran(c))
+		fmt.Fprintf(w, "  %-31s %-31s %-5s %-20s %s\n", c.ToolUseID, c.ToolName, c.Effect, reasonOrRule(c), ran(c))
 		fmt.Fprintf(w, "      %s\n", sentence(c))
 	}
 	fmt.Fprintf(w, "\ntoolgate run exited %d: %s\n", res.RunExit, exitMeaning(res.RunExit))
-	ok := got[idAllow].Effect == api.Allow && got[idAllow].Executed &&
-		got[idEnv].ReasonCode == "secret_file" && !got[idEnv].Executed &&
-		got[idPR].ReasonCode == api.ReasonSchemaInvalid && !got[idPR].Executed &&
-		(got[idAsk].Source == api.SourcePerson || got[idAsk].Source == api.SourceExpiry)
+	ok := got[id.allow].Effect == api.Allow && got[id.allow].Executed &&
+		got[id.env].ReasonCode == "secret_file" && !got[id.env].Executed &&
+		got[id.pr].ReasonCode == api.ReasonSchemaInvalid && !got[id.pr].Executed &&
+		(got[id.ask].Source == api.SourcePerson || got[id.ask].Source == api.SourceExpiry)
 	if !ok {
 		fmt.Fprintln(w, "toolgate demo: something did not go as the demo expects; the audit above says what happened.")
 	}

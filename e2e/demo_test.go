@@ -8,14 +8,18 @@ import (
 	"testing"
 )
 
-// toolgate demo runs end to end with the real CLI and explains the audit.
+// toolgate demo runs end to end with the real CLI and explains the audit,
+// and does so again on the same ledger (tool_use_ids run once, ever).
 func TestDemo(t *testing.T) {
 	w := newWorld(t)
-	cmd := exec.Command(toolgateBin, "demo", "--auto-approve", "1s")
-	cmd.Env = append(w.env(nil), "TOOLGATE_CLAUDE="+claudeBin)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("toolgate demo: %v\n%s", err, out)
+	var out []byte
+	for range 2 {
+		cmd := exec.Command(toolgateBin, "demo", "--auto-approve", "1s")
+		cmd.Env = append(w.env(nil), "TOOLGATE_CLAUDE="+claudeBin)
+		var err error
+		if out, err = cmd.CombinedOutput(); err != nil {
+			t.Fatalf("toolgate demo: %v\n%s", err, out)
+		}
 	}
 	contains(t, "the demo's output", string(out),
 		"toolu_demo_01_allow", "ran once", "Rule allow-touch allowed it",

@@ -161,3 +161,24 @@ func TestTwoRunsShareOneDaemon(t *testing.T) {
 		t.Errorf("%d daemons started, want 1:\n%s", n, log)
 	}
 }
+
+// A tool_use_id that ran in one session and comes again in another is
+// denied, and the second session's report and audit say so.
+func TestDuplicateAcrossSessions(t *testing.T) {
+	w := newWorld(t)
+	same := []modelscript.Step{step(bash("toolu_e2e_twice", "touch first.txt"))}
+	if r := w.run(runArgs{policy: allowTouchPolicy, script: same}); r.code != 0 {
+		t.Fatalf("first run: exit %d", r.code)
+	}
+	again := []modelscript.Step{step(bash("toolu_e2e_twice", "touch first.txt")), step(bash("toolu_e2e_twice", "touch other.txt"))}
+	r := w.run(runArgs{policy: allowTouchPolicy, script: again})
+	if r.code != 77 {
+		t.Fatalf("second run: exit %d, want 77", r.code)
+	}
+	if r.report.Counts.ByReason["duplicate_tool_use_id"] != 1 || r.report.Counts.ByReason["tool_use_id_conflict"] != 1 {
+		t.Errorf("the second session's report: %+v", r.report)
+	}
+	if calls := w.audit(r.report.SessionID); len(calls) != 1 || len(calls[0].Repeats) != 2 {
+		t.Errorf("the second session's audit: %+v", calls)
+	}
+}

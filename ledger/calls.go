@@ -204,9 +204,10 @@ func (l *Ledger) WriteBackFor(ctx context.Context, toolUseID string) (WriteBack,
 // maxRepeats bounds how many repeats a call keeps; the audit has them all.
 const maxRepeats = 100
 
-// RecordRepeat records that a tool_use_id was proposed again and what the
-// gate answered.
-func (l *Ledger) RecordRepeat(ctx context.Context, toolUseID, effect, reasonCode string) (Call, error) {
+// RecordRepeat records that a tool_use_id was proposed again, from which
+// session, and what the gate answered; the call is then also listed among
+// that session's calls.
+func (l *Ledger) RecordRepeat(ctx context.Context, toolUseID, sessionID, effect, reasonCode string) (Call, error) {
 	v, err := l.write(ctx, func(t *tx) (any, error) {
 		var c Call
 		found, err := t.get(callKey(toolUseID), &c)
@@ -216,11 +217,14 @@ func (l *Ledger) RecordRepeat(ctx context.Context, toolUseID, effect, reasonCode
 		if !found {
 			return nil, fmt.Errorf("record repeat of %s: %w", toolUseID, ErrNotFound)
 		}
-		r := Repeat{ProposedAt: t.now, Effect: effect, ReasonCode: reasonCode}
+		r := Repeat{ProposedAt: t.now, SessionID: sessionID, Effect: effect, ReasonCode: reasonCode}
 		if len(c.Repeats) < maxRepeats {
 			c.Repeats = append(c.Repeats, r)
 		}
 		if err := t.put(callKey(toolUseID), c); err != nil {
+			return nil, err
+		}
+		if err := t.set(sessionCallKey(sessionID, toolUseID), nil); err != nil {
 			return nil, err
 		}
 		return c, t.event(KindCallRepeated, toolUseID, r)

@@ -67,6 +67,7 @@ type Call struct {
 // the answer it got.
 type Repeat struct {
 	ProposedAt time.Time `json:"proposed_at"`
+	SessionID  string    `json:"session_id"` // the session it came from, which may be another
 	Effect     string    `json:"effect"`
 	ReasonCode string    `json:"reason_code,omitempty"`
 }

@@ -310,7 +310,7 @@ func apiCall(c ledger.Call) api.Call {
 		ProposedAt: c.ProposedAt, DecidedAt: c.DecidedAt, Executed: c.ExecutedAt != nil || c.FailedAt != nil,
 		Failed: c.FailedAt != nil, Executions: c.Executions, Seen: c.Seen}
 	for _, r := range c.Repeats {
-		out.Repeats = append(out.Repeats, api.Repeat{ProposedAt: r.ProposedAt, Effect: r.Effect, ReasonCode: r.ReasonCode})
+		out.Repeats = append(out.Repeats, api.Repeat{ProposedAt: r.ProposedAt, SessionID: r.SessionID, Effect: r.Effect, ReasonCode: r.ReasonCode})
 	}
 	if d := c.Decision; d != nil {
 		out.Effect, out.RuleID, out.ReasonCode, out.Source = d.Effect, d.RuleID, d.ReasonCode, d.Source

@@ -54,7 +54,7 @@ func (g *gate) hook(ctx context.Context, s *gateSession, raw []byte) (*api.Verdi
 		if repeat {
 			// The model sent this tool_use_id again: the audit and the
 			// report must show the second proposal and its answer.
-			if _, err := g.ledger.RecordRepeat(ctx, p.toolUseID, v.Effect, v.ReasonCode); err != nil {
+			if _, err := g.ledger.RecordRepeat(ctx, p.toolUseID, s.rec.ID, v.Effect, v.ReasonCode); err != nil {
 				return nil, err
 			}
 		}
@@ -117,7 +117,7 @@ func (g *gate) decideRepeat(ctx context.Context, s *gateSession, p proposal, wri
 	})
 	if ledger.IsConflict(err) {
 		g.log.Warn("tool_use_id proposed again with another input", "tool_use_id", p.toolUseID, "session", s.rec.ID)
-		return deny(api.ReasonToolUseIDConflict, api.SourceLedger, "", ""), false, nil
+		return deny(api.ReasonToolUseIDConflict, api.SourceLedger, "", ""), true, nil
 	}
 	return v, repeat, err
 }

@@ -73,7 +73,7 @@ const (
 
 // buildReport assembles the report from the daemon's calls and the hook's
 // spool (calls denied while the daemon was unreachable).
-func buildReport(calls []api.Call, spooled []ReportCall) Report {
+func buildReport(session string, calls []api.Call, spooled []ReportCall) Report {
 	r := Report{SchemaVersion: ReportSchemaVersion, Calls: []ReportCall{}, Counts: Counts{ByReason: map[string]int{}}}
 	seen := map[string]bool{}
 	fromSpool := map[string]ReportCall{}
@@ -82,6 +82,17 @@ func buildReport(calls []api.Call, spooled []ReportCall) Report {
 	}
 	for _, c := range calls {
 		seen[c.ToolUseID] = true
+		if c.SessionID != session {
+			// Another session's call whose tool_use_id this one sent again:
+			// only what this session got counts.
+			for _, rep := range c.Repeats {
+				if rep.SessionID == session {
+					r.Calls = append(r.Calls, ReportCall{ToolUseID: c.ToolUseID, ToolName: c.ToolName, Effect: rep.Effect,
+						ReasonCode: rep.ReasonCode, Source: api.SourceLedger, Repeat: true})
+				}
+			}
+			continue
+		}
 		rc := ReportCall{ToolUseID: c.ToolUseID, ToolName: c.ToolName, Effect: c.Effect,
 			ReasonCode: c.ReasonCode, RuleID: c.RuleID, Source: c.Source, Actor: c.Actor,
 			ApprovalID: c.ApprovalID, Executed: c.Executed}
@@ -92,6 +103,9 @@ func buildReport(calls []api.Call, spooled []ReportCall) Report {
 		}
 		r.Calls = append(r.Calls, rc)
 		for _, rep := range c.Repeats {
+			if rep.SessionID != session {
+				continue
+			}
 			// The model sent the tool_use_id again: one more entry, with
 			// the answer the repeat got.
 			r.Calls = append(r.Calls, ReportCall{ToolUseID: c.ToolUseID, ToolName: c.ToolName, Effect: rep.Effect,

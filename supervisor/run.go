@@ -241,7 +241,7 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	if err != nil {
 		warnings = append(warnings, "the daemon's record of the session is unavailable: "+err.Error())
 	}
-	report := buildReport(calls, spooled)
+	report := buildReport(r.session, calls, spooled)
 	report.SessionID, report.StartedAt, report.EndedAt = r.session, started, time.Now().UTC()
 	report.ClaudeExitCode, report.Warnings = claudeCode, warnings
 	report.ExitCode = report.exitCode()

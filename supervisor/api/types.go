@@ -141,6 +141,7 @@ type Call struct {
 // Repeat is a later proposal of the same tool_use_id and its answer.
 type Repeat struct {
 	ProposedAt time.Time `json:"proposed_at"`
+	SessionID  string    `json:"session_id"`
 	Effect     string    `json:"effect"`
 	ReasonCode string    `json:"reason_code,omitempty"`
 }
