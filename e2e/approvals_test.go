@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -232,5 +234,56 @@ func TestTwoParallelAsks(t *testing.T) {
 	}
 	if res := r.saw(t, "toolu_e2e_rb"); strings.Contains(res.Text, "bravo") || !strings.Contains(res.Text, "reason_code needs_review") {
 		t.Errorf("the denied read: %q", res.Text)
+	}
+}
+
+// toolgate watch (line mode, stdin a pipe) shows the ask of a real gated
+// session, approves it, and the call runs.
+func TestWatchApproves(t *testing.T) {
+	w := newWorld(t)
+	l, wait := w.runAsync(runArgs{policy: askTouchPolicy, script: []modelscript.Step{step(bash("toolu_e2e_watch", "touch watched.txt"))}})
+	id := l.approvalID(t)
+	watch := exec.Command(toolgateBin, "watch")
+	watch.Env = w.env(nil)
+	stdin, _ := watch.StdinPipe()
+	stdout := newLines()
+	watch.Stdout = stdout
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Process.Kill()
+	waitLine(t, stdout, id, "touch watched.txt")
+	io.WriteString(stdin, "a "+id+"\n")
+	waitLine(t, stdout, "approved", id, "by user:")
+	r := wait()
+	if r.code != 0 {
+		t.Fatalf("exit %d", r.code)
+	}
+	if _, err := os.Stat(filepath.Join(w.project, "watched.txt")); err != nil {
+		t.Fatal("the call approved in watch did not run")
+	}
+	io.WriteString(stdin, "q\n")
+	if err := watch.Wait(); err != nil {
+		t.Errorf("watch: %v", err)
+	}
+}
+
+// waitLine waits for a line that holds every part.
+func waitLine(t *testing.T, l *lines, parts ...string) {
+	t.Helper()
+	timeout := time.After(runTimeout)
+	for {
+		select {
+		case line := <-l.ch:
+			ok := true
+			for _, p := range parts {
+				ok = ok && strings.Contains(line, p)
+			}
+			if ok {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no line with %q", parts)
+		}
 	}
 }

@@ -28,6 +28,7 @@ EXAMPLES
 		Commands: []*cli.Command{
 			runCommand(),
 			pendingCommand(),
+			watchCommand(),
 			showCommand(),
 			decideCommand("approve", "approve a pending ask"),
 			decideCommand("deny", "deny a pending ask"),
