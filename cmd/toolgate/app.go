@@ -29,6 +29,7 @@ EXAMPLES
 			runCommand(),
 			pendingCommand(),
 			watchCommand(),
+			notifyCommand(),
 			showCommand(),
 			decideCommand("approve", "approve a pending ask"),
 			decideCommand("deny", "deny a pending ask"),

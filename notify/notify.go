@@ -1,0 +1,186 @@
+// Package notify is toolgate notify: a desktop approver. Every pending ask
+// becomes a freedesktop notification (over the D-Bus session bus) with
+// Approve and Deny actions bound to that ask's approval id, withdrawn when
+// the ask is decided elsewhere or expires. It talks to the daemon through
+// the approvers' socket only.
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+	"github.com/toolgate/toolgate/supervisor/api"
+)
+
+const (
+	busName = "org.freedesktop.Notifications"
+	path    = "/org/freedesktop/Notifications"
+	iface   = "org.freedesktop.Notifications"
+)
+
+// Notifier shows asks as notifications and decides them on a click.
+type Notifier struct {
+	Bus      *dbus.Conn
+	Approver *api.Client
+	Log      io.Writer // one line per thing that happened
+
+	actions bool // the server supports actions
+	mu      sync.Mutex
+	byID    map[string]uint32 // approval id -> notification id
+}
+
+// Run shows notifications until ctx ends.
+func (n *Notifier) Run(ctx context.Context) error {
+	n.byID = map[string]uint32{}
+	obj := n.Bus.Object(busName, path)
+	var caps []string
+	if err := obj.CallWithContext(ctx, iface+".GetCapabilities", 0).Store(&caps); err != nil {
+		return fmt.Errorf("no notification service on the session bus: %w", err)
+	}
+	for _, c := range caps {
+		n.actions = n.actions || c == "actions"
+	}
+	if !n.actions {
+		n.logf("the notification service has no actions: notifications say how to approve instead")
+	}
+	if err := n.Bus.AddMatchSignalContext(ctx, dbus.WithMatchInterface(iface), dbus.WithMatchObjectPath(path)); err != nil {
+		return err
+	}
+	signals := make(chan *dbus.Signal, 64)
+	n.Bus.Signal(signals)
+	defer n.Bus.RemoveSignal(signals)
+	go n.clicks(ctx, signals)
+	for ctx.Err() == nil {
+		n.follow(ctx)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second): // the daemon went away: try again
+		}
+	}
+	return nil
+}
+
+// follow shows what the watch stream says, until it ends.
+func (n *Notifier) follow(ctx context.Context) {
+	w, err := n.Approver.Watch(ctx)
+	if err != nil {
+		return
+	}
+	defer w.Close()
+	go func() { <-ctx.Done(); w.Close() }()
+	for {
+		ev, err := w.Next()
+		if err != nil {
+			return
+		}
+		switch ev.Type {
+		case api.EventSnapshot:
+			for _, d := range ev.Pending {
+				n.show(ctx, d)
+			}
+		case api.EventRequested:
+			n.show(ctx, *ev.Approval)
+		case api.EventDecided, api.EventExpired:
+			n.withdraw(ctx, ev.Approval.Approval.ID)
+		}
+	}
+}
+
+// show posts one notification for a pending ask, once.
+func (n *Notifier) show(ctx context.Context, d api.ApprovalDetail) {
+	a := d.Approval
+	n.mu.Lock()
+	_, shown := n.byID[a.ID]
+	n.mu.Unlock()
+	if shown || a.Status != "pending" {
+		return
+	}
+	rule := "the policy's default"
+	if a.MatchedRule != nil {
+		rule = "rule " + *a.MatchedRule
+	}
+	body := fmt.Sprintf("%s\n%s asks; expires at %s", summary(a), rule, a.ExpiresAt.Local().Format("15:04"))
+	var actions []string
+	if n.actions {
+		// Each action names its approval: a stale notification can never
+		// decide another call.
+		actions = []string{"approve:" + a.ID, "Approve", "deny:" + a.ID, "Deny"}
+	} else {
+		body += "\ntoolgate approve " + a.ID
+	}
+	timeout := int32(max(time.Until(a.ExpiresAt).Milliseconds(), 1000))
+	var id uint32
+	err := n.Bus.Object(busName, path).CallWithContext(ctx, iface+".Notify", 0, "toolgate", uint32(0), "dialog-question",
+		"toolgate: "+a.ToolName+" wants to run", body, actions, map[string]dbus.Variant{"urgency": dbus.MakeVariant(byte(2))}, timeout).Store(&id)
+	if err != nil {
+		n.logf("notify %s: %v", a.ID, err)
+		return
+	}
+	n.mu.Lock()
+	n.byID[a.ID] = id
+	n.mu.Unlock()
+	n.logf("shown %s (%s)", a.ID, a.ToolName)
+}
+
+// withdraw closes the notification of an ask decided elsewhere or expired.
+func (n *Notifier) withdraw(ctx context.Context, approvalID string) {
+	n.mu.Lock()
+	id, ok := n.byID[approvalID]
+	delete(n.byID, approvalID)
+	n.mu.Unlock()
+	if ok {
+		n.Bus.Object(busName, path).CallWithContext(ctx, iface+".CloseNotification", 0, id)
+		n.logf("withdrawn %s", approvalID)
+	}
+}
+
+// clicks decides the approval an action names.
+func (n *Notifier) clicks(ctx context.Context, signals <-chan *dbus.Signal) {
+	for {
+		var s *dbus.Signal
+		select {
+		case <-ctx.Done():
+			return
+		case s = <-signals:
+		}
+		if s == nil || s.Name != iface+".ActionInvoked" || len(s.Body) != 2 {
+			continue
+		}
+		key, _ := s.Body[1].(string)
+		decision, approvalID, ok := strings.Cut(key, ":")
+		if !ok || (decision != "approve" && decision != "deny") {
+			continue
+		}
+		_, err := n.Approver.Decide(ctx, approvalID, api.DecideRequest{Decision: decision, Reason: "from a desktop notification"})
+		var se *api.StatusError
+		switch {
+		case errors.As(err, &se):
+			n.logf("%s %s: nothing decided: %s", decision, approvalID, se.Err.Message)
+		case err != nil:
+			n.logf("%s %s: %v", decision, approvalID, err)
+		default:
+			n.logf("%s %s", map[string]string{"approve": "approved", "deny": "denied"}[decision], approvalID)
+		}
+	}
+}
+
+func (n *Notifier) logf(format string, args ...any) {
+	if n.Log != nil {
+		fmt.Fprintf(n.Log, "toolgate notify: "+format+"\n", args...)
+	}
+}
+
+// summary is the input in one short line.
+func summary(a api.Approval) string {
+	s := strings.Join(strings.Fields(string(a.Input)), " ")
+	if len(s) > 120 {
+		s = s[:119] + "…"
+	}
+	return s
+}

@@ -1,0 +1,255 @@
+package notify
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+	"github.com/toolgate/toolgate/supervisor"
+	"github.com/toolgate/toolgate/supervisor/api"
+)
+
+// server is a notification server fixture on a real session bus: it
+// records Notify and CloseNotification and can emit ActionInvoked.
+type server struct {
+	conn    *dbus.Conn
+	actions bool
+	mu      sync.Mutex
+	next    uint32
+	shown   map[uint32][]string // id -> actions
+	bodies  map[uint32]string
+	closed  chan uint32
+	notifed chan uint32
+}
+
+func (s *server) GetCapabilities() ([]string, *dbus.Error) {
+	if s.actions {
+		return []string{"body", "actions"}, nil
+	}
+	return []string{"body"}, nil
+}
+
+func (s *server) Notify(app string, replaces uint32, icon, summary, body string, actions []string,
+	hints map[string]dbus.Variant, timeout int32) (uint32, *dbus.Error) {
+	s.mu.Lock()
+	s.next++
+	id := s.next
+	s.shown[id] = actions
+	s.bodies[id] = body
+	s.mu.Unlock()
+	s.notifed <- id
+	return id, nil
+}
+
+func (s *server) CloseNotification(id uint32) *dbus.Error {
+	s.closed <- id
+	return nil
+}
+
+func (s *server) GetServerInformation() (string, string, string, string, *dbus.Error) {
+	return "fixture", "toolgate", "1", "1.2", nil
+}
+
+func (s *server) click(t *testing.T, id uint32, key string) {
+	if err := s.conn.Emit(path, iface+".ActionInvoked", id, key); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sessionBus starts a real dbus-daemon --session for the test.
+func sessionBus(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("dbus-daemon"); err != nil {
+		t.Fatal("dbus-daemon is needed (Debian: apt-get install dbus)")
+	}
+	sock := filepath.Join(t.TempDir(), "bus")
+	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--print-address", "--address", "unix:path="+sock)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("dbus-daemon: %v", err)
+	}
+	return strings.TrimSpace(addr)
+}
+
+func connect(t *testing.T, addr string) *dbus.Conn {
+	t.Helper()
+	conn, err := dbus.Connect(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func startServer(t *testing.T, addr string, actions bool) *server {
+	s := &server{conn: connect(t, addr), actions: actions, shown: map[uint32][]string{}, bodies: map[uint32]string{},
+		closed: make(chan uint32, 16), notifed: make(chan uint32, 16)}
+	if err := s.conn.Export(s, path, iface); err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := s.conn.RequestName(busName, dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("own %s: %v %v", busName, reply, err)
+	}
+	return s
+}
+
+// gate starts a real daemon with a session whose supervisor is not this
+// test, so that this test process may approve.
+func gate(t *testing.T, timeout time.Duration) (*api.Client, *api.Client, string) {
+	rt, _ := os.MkdirTemp("", "tgn")
+	t.Cleanup(func() { os.RemoveAll(rt) })
+	p := supervisor.Paths{RuntimeDir: filepath.Join(rt, "toolgate"), StateDir: filepath.Join(t.TempDir(), "state")}
+	ctx, cancel := context.WithCancel(context.Background())
+	r, w, _ := os.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- supervisor.ServeDaemon(ctx, supervisor.DaemonConfig{Paths: p, Ready: w}) }()
+	r.Read(make([]byte, 6))
+	t.Cleanup(func() { cancel(); <-done })
+	sleeper := exec.Command("sleep", "300")
+	sleeper.Start()
+	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
+	c := api.NewClient(p.Socket())
+	s, err := c.Register(context.Background(), api.RegisterRequest{Policy: json.RawMessage(`{"version":1,"default":"ask","rules":[]}`),
+		PolicyName: "p", SupervisorPID: sleeper.Process.Pid, ApprovalTimeout: api.Duration(timeout)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, api.NewClient(p.ApproveSocket()), s.ID
+}
+
+func ask(t *testing.T, c *api.Client, session, id string) api.Verdict {
+	v, err := c.Prompt(context.Background(), api.PromptRequest{SessionID: session, ToolName: "Bash", ToolUseID: id,
+		Input: json.RawMessage(`{"command":"git push"}`)})
+	if err != nil || v.Effect != "ask" {
+		t.Fatalf("ask: %+v %v", v, err)
+	}
+	return v
+}
+
+func receive[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s", what)
+	}
+	var zero T
+	return zero
+}
+
+func TestNotifyApproveDenyWithdraw(t *testing.T) {
+	addr := sessionBus(t)
+	srv := startServer(t, addr, true)
+	gateClient, approver, session := gate(t, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := &Notifier{Bus: connect(t, addr), Approver: approver}
+	go n.Run(ctx)
+
+	// Approve by clicking.
+	v := ask(t, gateClient, session, "t1")
+	id := receive(t, srv.notifed, "notification")
+	srv.mu.Lock()
+	actions := srv.shown[id]
+	srv.mu.Unlock()
+	if len(actions) != 4 || actions[0] != "approve:"+v.ApprovalID || actions[2] != "deny:"+v.ApprovalID {
+		t.Fatalf("actions %q", actions)
+	}
+	srv.click(t, id, "approve:"+v.ApprovalID)
+	if got, _ := gateClient.Wait(ctx, v.ApprovalID); got.Effect != "allow" || got.Source != "person" {
+		t.Fatalf("after Approve: %+v", got)
+	}
+	if closed := receive(t, srv.closed, "CloseNotification after the decision"); closed != id {
+		t.Errorf("closed %d, want %d", closed, id)
+	}
+
+	// Deny by clicking.
+	v = ask(t, gateClient, session, "t2")
+	id = receive(t, srv.notifed, "notification")
+	srv.click(t, id, "deny:"+v.ApprovalID)
+	if got, _ := gateClient.Wait(ctx, v.ApprovalID); got.Effect != "deny" || got.ReasonCode != "user_denied" {
+		t.Fatalf("after Deny: %+v", got)
+	}
+	receive(t, srv.closed, "CloseNotification after the deny")
+
+	// Decided elsewhere: the notification is withdrawn.
+	v = ask(t, gateClient, session, "t3")
+	id = receive(t, srv.notifed, "notification")
+	if _, err := approver.Decide(ctx, v.ApprovalID, api.DecideRequest{Decision: "approve"}); err != nil {
+		t.Fatal(err)
+	}
+	if closed := receive(t, srv.closed, "CloseNotification after a decision in the CLI"); closed != id {
+		t.Errorf("closed %d, want %d", closed, id)
+	}
+}
+
+func TestLateClickDecidesNothing(t *testing.T) {
+	addr := sessionBus(t)
+	srv := startServer(t, addr, true)
+	gateClient, approver, session := gate(t, 500*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := &logLines{ch: make(chan string, 16)}
+	n := &Notifier{Bus: connect(t, addr), Approver: approver, Log: log}
+	go n.Run(ctx)
+	v := ask(t, gateClient, session, "t1")
+	id := receive(t, srv.notifed, "notification")
+	if got, _ := gateClient.Wait(ctx, v.ApprovalID); got.ReasonCode != "approval_expired" {
+		t.Fatalf("expiry: %+v", got)
+	}
+	receive(t, srv.closed, "CloseNotification after the expiry")
+	srv.click(t, id, "approve:"+v.ApprovalID) // too late
+	for line := receive(t, log.ch, "a log line"); !strings.Contains(line, "nothing decided"); line = receive(t, log.ch, "the refusal") {
+	}
+	d, _ := approver.Approval(ctx, v.ApprovalID)
+	if d.Approval.Status != "expired" || d.Decision.Actor != "system:expiry" {
+		t.Errorf("a late click changed the approval: %+v", d)
+	}
+}
+
+func TestWithoutActionsSaysWhereToApprove(t *testing.T) {
+	addr := sessionBus(t)
+	srv := startServer(t, addr, false)
+	gateClient, approver, session := gate(t, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := &Notifier{Bus: connect(t, addr), Approver: approver}
+	go n.Run(ctx)
+	v := ask(t, gateClient, session, "t1")
+	id := receive(t, srv.notifed, "notification")
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if len(srv.shown[id]) != 0 {
+		t.Errorf("actions offered to a server without them: %q", srv.shown[id])
+	}
+	if !strings.Contains(srv.bodies[id], "toolgate approve "+v.ApprovalID) {
+		t.Errorf("the notification does not say where to approve: %q", srv.bodies[id])
+	}
+}
+
+// logLines hands each line the notifier logs to a channel.
+type logLines struct{ ch chan string }
+
+func (l *logLines) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimSpace(string(p)), "\n") {
+		select {
+		case l.ch <- line:
+		default:
+		}
+	}
+	return len(p), nil
+}
