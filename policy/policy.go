@@ -78,8 +78,7 @@ func (p *Policy) Rules() []RuleDoc { return p.doc.Rules }
 // that is not a JSON object is denied schema_invalid, and anything the
 // matcher does not understand never loosens the outcome.
 func (p *Policy) Decide(c Call) Decision {
-	d, _ := p.evaluate(c, nil)
-	return d
+	return p.evaluate(c, nil)
 }
 
 // Trace is one rule's part in an explained decision.
@@ -94,13 +93,12 @@ type Trace struct {
 // order, whether it matched and why.
 func (p *Policy) Explain(c Call) (Decision, []Trace) {
 	var traces []Trace
-	d, _ := p.evaluate(c, &traces)
-	return d, traces
+	return p.evaluate(c, &traces), traces
 }
 
-func (p *Policy) evaluate(c Call, traces *[]Trace) (Decision, bool) {
+func (p *Policy) evaluate(c Call, traces *[]Trace) Decision {
 	if !gjson.ValidBytes(c.Input) || !gjson.ParseBytes(c.Input).IsObject() {
-		return p.decision(Deny, "", ReasonSchemaInvalid, ""), false
+		return p.decision(Deny, "", ReasonSchemaInvalid, "")
 	}
 	ev := &evalCtx{call: c, input: string(c.Input)}
 	if traces != nil {
@@ -117,14 +115,14 @@ func (p *Policy) evaluate(c Call, traces *[]Trace) (Decision, bool) {
 		if decided != nil {
 			d := p.decision(decided.effect, decided.id, decided.reasonCode, decided.message)
 			d.Timeout = decided.timeout
-			return d, true
+			return d
 		}
 	}
-	return p.decision(p.Default, "", ReasonDefault, ""), false
+	return p.decision(p.Default, "", ReasonDefault, "")
 }
 
 // explain evaluates every rule in order, saying why each matched or missed.
-func (p *Policy) explain(ev *evalCtx, traces *[]Trace) (Decision, bool) {
+func (p *Policy) explain(ev *evalCtx, traces *[]Trace) Decision {
 	var decided *rule
 	for i := range p.byOrder {
 		for _, r := range p.byOrder[i].all {
@@ -144,9 +142,9 @@ func (p *Policy) explain(ev *evalCtx, traces *[]Trace) (Decision, bool) {
 		}
 	}
 	if decided == nil {
-		return p.decision(p.Default, "", ReasonDefault, ""), false
+		return p.decision(p.Default, "", ReasonDefault, "")
 	}
-	return p.decision(decided.effect, decided.id, decided.reasonCode, decided.message), true
+	return p.decision(decided.effect, decided.id, decided.reasonCode, decided.message)
 }
 
 func (p *Policy) decision(e Effect, ruleID, reason, msg string) Decision {
@@ -214,6 +212,3 @@ func (g toolGlob) match(name string) bool {
 	}
 	return strings.HasSuffix(name, last)
 }
-
-// matchTool matches a tool name against an exact name or a glob.
-func matchTool(pattern, name string) bool { return newToolGlob(pattern).match(name) }

@@ -178,8 +178,8 @@ func TestToolGlob(t *testing.T) {
 		{"Bash", "bash", false},
 	}
 	for _, tt := range tests {
-		if got := matchTool(tt.pattern, tt.name); got != tt.want {
-			t.Errorf("matchTool(%q, %q) = %v, want %v", tt.pattern, tt.name, got, tt.want)
+		if got := newToolGlob(tt.pattern).match(tt.name); got != tt.want {
+			t.Errorf("glob %q on %q = %v, want %v", tt.pattern, tt.name, got, tt.want)
 		}
 	}
 }
