@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -151,14 +152,22 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 	return zero
 }
 
-func TestNotifyApproveDenyWithdraw(t *testing.T) {
+// running starts a session bus, the notification server fixture, a daemon
+// with a session, and a Notifier, all for the length of the test.
+func running(t *testing.T, actions bool, timeout time.Duration, log io.Writer) (*server, *api.Client, *api.Client, string, context.Context) {
+	t.Helper()
 	addr := sessionBus(t)
-	srv := startServer(t, addr, true)
-	gateClient, approver, session := gate(t, time.Hour)
+	srv := startServer(t, addr, actions)
+	gateClient, approver, session := gate(t, timeout)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	n := &Notifier{Bus: connect(t, addr), Approver: approver}
+	t.Cleanup(cancel)
+	n := &Notifier{Bus: connect(t, addr), Approver: approver, Log: log}
 	go n.Run(ctx)
+	return srv, gateClient, approver, session, ctx
+}
+
+func TestNotifyApproveDenyWithdraw(t *testing.T) {
+	srv, gateClient, approver, session, ctx := running(t, true, time.Hour, nil)
 
 	// Approve by clicking.
 	v := ask(t, gateClient, session, "t1")
@@ -198,14 +207,8 @@ func TestNotifyApproveDenyWithdraw(t *testing.T) {
 }
 
 func TestLateClickDecidesNothing(t *testing.T) {
-	addr := sessionBus(t)
-	srv := startServer(t, addr, true)
-	gateClient, approver, session := gate(t, 500*time.Millisecond)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	log := &logLines{ch: make(chan string, 16)}
-	n := &Notifier{Bus: connect(t, addr), Approver: approver, Log: log}
-	go n.Run(ctx)
+	srv, gateClient, approver, session, ctx := running(t, true, 500*time.Millisecond, log)
 	v := ask(t, gateClient, session, "t1")
 	id := receive(t, srv.notifed, "notification")
 	if got, _ := gateClient.Wait(ctx, v.ApprovalID); got.ReasonCode != "approval_expired" {
@@ -222,13 +225,7 @@ func TestLateClickDecidesNothing(t *testing.T) {
 }
 
 func TestWithoutActionsSaysWhereToApprove(t *testing.T) {
-	addr := sessionBus(t)
-	srv := startServer(t, addr, false)
-	gateClient, approver, session := gate(t, time.Hour)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	n := &Notifier{Bus: connect(t, addr), Approver: approver}
-	go n.Run(ctx)
+	srv, gateClient, _, session, _ := running(t, false, time.Hour, nil)
 	v := ask(t, gateClient, session, "t1")
 	id := receive(t, srv.notifed, "notification")
 	srv.mu.Lock()
