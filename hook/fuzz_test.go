@@ -22,12 +22,12 @@ func FuzzMain(f *testing.F) {
 		"TOOLGATE_SPOOL": filepath.Join(dir, "spool.jsonl")}
 	f.Fuzz(func(t *testing.T, event []byte) {
 		var out, errOut bytes.Buffer
-		code := Main(bytes.NewReader(event), &out, &errOut, func(k string) string { return env[k] })
+		code := Main(Process{Stdin: bytes.NewReader(event), Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return env[k] }})
 		if code != 0 {
 			t.Fatalf("exit %d", code)
 		}
 		name := gjson.GetBytes(event, "hook_event_name")
-		if gjson.ValidBytes(event) && name.Type == gjson.String && afterCall[name.Str] {
+		if gjson.ValidBytes(event) && name.Type == gjson.String && shapes[name.Str] {
 			if out.Len() != 0 {
 				t.Fatalf("answered a %s: %q", name.Str, out.String())
 			}

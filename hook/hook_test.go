@@ -18,7 +18,7 @@ import (
 func answer(t *testing.T, stdin io.Reader, env map[string]string) (int, string, gjson.Result) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := Main(stdin, &out, &errOut, func(k string) string { return env[k] })
+	code := Main(Process{Stdin: stdin, Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return env[k] }})
 	if out.Len() > 0 && !json.Valid(out.Bytes()) {
 		t.Fatalf("stdout is not JSON: %q", out.String())
 	}

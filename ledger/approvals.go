@@ -13,6 +13,7 @@ import (
 func approvalKey(id string) string         { return "a/" + id }
 func approvalOfCallKey(tuid string) string { return "ac/" + tuid }
 func decisionKey(id string) string         { return "d/" + id }
+func handOffKey(id string) string          { return "ah/" + id }
 
 const pendingPrefix = "ap/"
 
@@ -31,6 +32,10 @@ type ApprovalRequest struct {
 	MatchedRule   string // "" when the policy's default asked
 	PolicyVersion int
 	Timeout       time.Duration // from now to expires_at
+	// HandOff makes the end of the wait hand the call to Claude Code's own
+	// permission dialog (a session gated by toolgate install's hook):
+	// nothing is written back, so the approval's expiry is not a deny.
+	HandOff bool
 }
 
 // CreateApproval persists a pending approval record for a proposed call,
@@ -80,6 +85,11 @@ func (l *Ledger) CreateApproval(ctx context.Context, r ApprovalRequest) (a Appro
 		}
 		if err := t.set(pendingKey(a), nil); err != nil {
 			return nil, err
+		}
+		if r.HandOff {
+			if err := t.set(handOffKey(a.ID), nil); err != nil {
+				return nil, err
+			}
 		}
 		return out{a, false}, t.event(KindApprovalCreated, a.ID, a)
 	})
@@ -171,6 +181,8 @@ func settle(t *tx, a Approval, r Resolution) (Approval, Decision, error) {
 	switch {
 	case status == StatusApproved:
 		cd.Effect = EffectAllow
+	case status == StatusExpired && reason == ReasonHandedToClaude:
+		cd.Effect, cd.Source = EffectAsk, SourceClaude // still an ask: Claude Code's dialog decides
 	case status == StatusExpired:
 		cd.Source = "expiry"
 	}
@@ -184,8 +196,57 @@ func settle(t *tx, a Approval, r Resolution) (Approval, Decision, error) {
 	return a, d, err
 }
 
+// expire settles an approval whose time is up: a deny approval_expired,
+// or for a hand-off approval the call handed to Claude Code's dialog.
 func expire(t *tx, a Approval) (Approval, Decision, error) {
-	return settle(t, a, Resolution{Status: StatusExpired, Actor: ActorExpiry, ReasonCode: ReasonApprovalExpired})
+	r := Resolution{Status: StatusExpired, Actor: ActorExpiry, ReasonCode: ReasonApprovalExpired}
+	if handOff, err := t.has(handOffKey(a.ID)); err != nil {
+		return a, Decision{}, err
+	} else if handOff {
+		r.ReasonCode = ReasonHandedToClaude
+	}
+	return settle(t, a, r)
+}
+
+// HandOff ends a pending hand-off approval before its time: the hook that
+// waited on it is gone (Claude Code's own dialog answered first, or the
+// hook was stopped), so nothing toolgate decides now could take effect.
+// The approval becomes expired with reason_code handed_to_claude and the
+// given actor; one that is not pending fails with a *TerminalError.
+func (l *Ledger) HandOff(ctx context.Context, approvalID, actor string) (Approval, Decision, error) {
+	type out struct {
+		a Approval
+		d Decision
+	}
+	v, err := l.write(ctx, func(t *tx) (any, error) {
+		var a Approval
+		found, err := t.get(approvalKey(approvalID), &a)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, fmt.Errorf("approval %s: %w", approvalID, ErrNotFound)
+		}
+		handOff, err := t.has(handOffKey(a.ID))
+		if err != nil {
+			return nil, err
+		}
+		if !handOff {
+			return nil, fmt.Errorf("approval %s is not a hand-off approval", approvalID)
+		}
+		if a.Status != StatusPending {
+			var d Decision
+			t.get(decisionKey(a.ID), &d)
+			return out{a, d}, &TerminalError{Approval: a, Decision: &d}
+		}
+		a, d, err := settle(t, a, Resolution{Status: StatusExpired, Actor: actor, ReasonCode: ReasonHandedToClaude})
+		return out{a, d}, err
+	})
+	if v == nil {
+		return Approval{}, Decision{}, err
+	}
+	o := v.(out)
+	return o.a, o.d, err
 }
 
 // Expired is an approval that ExpireDue expired, with its decision.

@@ -166,6 +166,18 @@ func getValue(txn *badger.Txn, key string, v any) (bool, error) {
 	return true, nil
 }
 
+// has reports whether key exists.
+func (t *tx) has(key string) (bool, error) {
+	_, err := t.txn.Get([]byte(key))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, &storeError{err}
+	}
+	return true, nil
+}
+
 func (t *tx) put(key string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -21,6 +21,7 @@
 //	a/<approval_id>                   Approval (the seed's approval record)
 //	ac/<tool_use_id>                  index: the approval id of a call
 //	ap/<expires_at ns>/<approval_id>  index: pending approvals by expiry (empty value)
+//	ah/<approval_id>                  marks a hand-off approval (empty value)
 //	d/<approval_id>                   Decision (never overwrites the approval)
 //	w/<tool_use_id>                   WriteBack
 //	pol/<sha256>                      a policy document, as read

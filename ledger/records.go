@@ -118,6 +118,14 @@ const ActorExpiry = "system:expiry"
 // ReasonApprovalExpired is the reason_code of an expired approval.
 const ReasonApprovalExpired = "approval_expired"
 
+// ReasonHandedToClaude is the reason_code of a hand-off approval that ended
+// without a decision in toolgate: Claude Code's own dialog decides the call.
+const ReasonHandedToClaude = "handed_to_claude"
+
+// SourceClaude is the source of a call decision left to Claude Code's own
+// permission dialog.
+const SourceClaude = "claude"
+
 // WriteBack is what the gate answered the CLI for a call.
 type WriteBack struct {
 	ToolUseID  string `json:"tool_use_id"`

@@ -40,11 +40,11 @@ func (g *gate) ask(ctx context.Context, s *gateSession, p proposal, v api.Verdic
 		return g.settleAsk(ctx, p.toolUseID, deny(api.ReasonQueueFull, api.SourceGate, v.RuleID, ""))
 	}
 	timeout := time.Duration(s.settings.ApprovalTimeout)
-	if rt := s.ruleTimeout(v.RuleID); rt > 0 {
-		timeout = rt
+	if rt := s.ruleTimeout(v.RuleID); rt > 0 && (!s.settings.Installed || rt < timeout) {
+		timeout = rt // an installed hook cannot wait longer than its own timeout allows
 	}
 	a, existed, err := g.ledger.CreateApproval(ctx, ledger.ApprovalRequest{ToolUseID: p.toolUseID, MatchedRule: v.RuleID,
-		PolicyVersion: s.policy.Version, Timeout: timeout})
+		PolicyVersion: s.policy.Version, Timeout: timeout, HandOff: s.settings.Installed})
 	if err != nil {
 		return api.Verdict{}, err
 	}

@@ -44,9 +44,10 @@ func (d *Daemon) handleApproval(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleDecide records a person's decision. Who decides comes from the
-// kernel (SO_PEERCRED), never from the request; the gated claude, and
-// anything descending from it or from its supervisor, is refused: the
-// model never approves its own calls.
+// kernel (SO_PEERCRED), never from the request; the gated claude, anything
+// descending from it or from its supervisor, and anything Claude Code
+// started (its environment says so) is refused: the model never approves
+// its own calls.
 func (d *Daemon) handleDecide(w http.ResponseWriter, r *http.Request) {
 	var req api.DecideRequest
 	if !decodeRequest(w, r, &req) {
@@ -57,10 +58,9 @@ func (d *Daemon) handleDecide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, _ := peerFrom(r.Context())
-	if descendsFrom(p.PID, d.sessions.gatedPIDs()) {
-		d.log.Warn("refused a decision from inside a gated session", "pid", p.PID, "approval", r.PathValue("id"))
-		writeError(w, http.StatusForbidden, "self_approval",
-			"a gated session cannot decide its own approvals; a person must, from outside the session")
+	if refusal := selfApproval(p.PID, d.sessions.gatedPIDs()); refusal != "" {
+		d.log.Warn("refused a decision from inside a gated session", "pid", p.PID, "approval", r.PathValue("id"), "why", refusal)
+		writeError(w, http.StatusForbidden, "self_approval", refusal)
 		return
 	}
 	who := actorOf(p)
@@ -80,6 +80,18 @@ func (d *Daemon) handleDecide(w http.ResponseWriter, r *http.Request) {
 	}
 	d.log.Info("approval decided", "approval", a.ID, "status", a.Status, "actor", who.Name, "pid", who.PID)
 	writeJSON(w, d.gate.detail(r.Context(), a))
+}
+
+// selfApproval says why a decision from pid must be refused, or "".
+func selfApproval(pid int, gated map[int]bool) string {
+	switch {
+	case descendsFrom(pid, gated):
+		return "a gated session cannot decide its own approvals; a person must, from outside the session"
+	case startedByClaude(pid):
+		return "a gated session cannot decide its own approvals: this process was started by Claude Code " +
+			"(CLAUDECODE=1 is in its environment); a person must decide, from a terminal outside any Claude Code session"
+	}
+	return ""
 }
 
 // handleWatch streams JSON lines: a snapshot of what is pending, then an

@@ -133,7 +133,7 @@ func TestSelfApprovalIsRefused(t *testing.T) {
 	}
 	// A grandchild, through a shell, is refused as well.
 	out, _ := exec.Command("sh", "-c", "sh -c 'curl -s --unix-socket "+p.ApproveSocket()+
-		" -H \""+api.HeaderProtocol+": 1\" -X POST -d {\\\"decision\\\":\\\"approve\\\"} http://toolgate/v1/approvals/"+v.ApprovalID+"/decide'").Output()
+		" -H \""+api.HeaderProtocol+": "+strconv.Itoa(api.ProtocolVersion)+"\" -X POST -d {\\\"decision\\\":\\\"approve\\\"} http://toolgate/v1/approvals/"+v.ApprovalID+"/decide'").Output()
 	if !strings.Contains(string(out), "self_approval") {
 		t.Errorf("a descendant got %s", out)
 	}

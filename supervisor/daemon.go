@@ -324,7 +324,14 @@ func (d *Daemon) handleHook(w http.ResponseWriter, r *http.Request) {
 	if !decodeRequest(w, r, &req) {
 		return
 	}
-	s, err := d.sessions.get(r.Context(), req.SessionID)
+	var s *gateSession
+	var err error
+	if req.Installed != nil {
+		p, _ := peerFrom(r.Context())
+		s, err = d.sessions.installed(r.Context(), req.Event, *req.Installed, p.PID)
+	} else {
+		s, err = d.sessions.get(r.Context(), req.SessionID)
+	}
 	if err != nil {
 		d.fail(w, r, err)
 		return

@@ -21,6 +21,7 @@ type gate struct {
 	log      *slog.Logger
 	broker   *broker
 	rearmc   chan struct{} // wakes the expiry loop
+	claims   claims        // the calls installed hooks' PermissionRequests wait on
 }
 
 // proposal is a call as the hook or the prompt tool saw it.
@@ -35,7 +36,8 @@ type proposal struct {
 var errBadEvent = errors.New("malformed hook event")
 
 // hook handles one hook event. PreToolUse gets a verdict; the events after
-// a call are recorded and get none.
+// a call are recorded and get none; an installed hook's PermissionRequest
+// waits for a person, and its SessionEnd ends the session.
 func (g *gate) hook(ctx context.Context, s *gateSession, raw []byte) (*api.Verdict, error) {
 	if !gjson.ValidBytes(raw) {
 		return nil, fmt.Errorf("%w: not JSON", errBadEvent)
@@ -63,6 +65,10 @@ func (g *gate) hook(ctx context.Context, s *gateSession, raw []byte) (*api.Verdi
 		return nil, g.executed(ctx, s, ev, name == "PostToolUseFailure")
 	case "PostToolBatch":
 		return nil, g.batch(ctx, ev)
+	case "PermissionRequest":
+		return g.permissionRequest(ctx, s, ev)
+	case "SessionEnd":
+		return nil, g.sessionEnd(ctx, s)
 	default:
 		return nil, fmt.Errorf("%w: unsupported hook_event_name %q", errBadEvent, name)
 	}
@@ -163,11 +169,12 @@ func (g *gate) prompt(ctx context.Context, s *gateSession, p proposal) (api.Verd
 	return v, nil
 }
 
-// writeBack records what the gate answered for a call. The answer stands
-// even if recording it fails; the failure is logged.
+// writeBack records what the gate answered for a call: an ask verdict
+// means nothing was written back (Claude Code's dialog decides). The answer
+// stands even if recording it fails; the failure is logged.
 func (g *gate) writeBack(ctx context.Context, toolUseID string, v api.Verdict) {
 	_, err := g.ledger.RecordWriteBack(ctx, ledger.WriteBack{ToolUseID: toolUseID, Effect: v.Effect,
-		RuleID: v.RuleID, ReasonCode: v.ReasonCode, WroteBack: true})
+		RuleID: v.RuleID, ReasonCode: v.ReasonCode, WroteBack: v.Effect != api.Ask})
 	if err != nil {
 		g.log.Error("record write-back", "tool_use_id", toolUseID, "err", err)
 	}

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/user"
@@ -61,4 +62,23 @@ func descendsFrom(pid int, ancestors map[int]bool) bool {
 		pid = ppid
 	}
 	return true
+}
+
+// startedByClaude reports whether a process carries the environment Claude
+// Code gives everything it runs (CLAUDECODE=1). A process the model started
+// and detached from the session's tree (setsid, a double fork) has left the
+// parent chain, but keeps this unless it clears its environment. An
+// environment that cannot be read counts as Claude's: the check fails
+// closed.
+func startedByClaude(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return true
+	}
+	for _, kv := range bytes.Split(data, []byte{0}) {
+		if bytes.Equal(kv, []byte("CLAUDECODE=1")) {
+			return true
+		}
+	}
+	return false
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/toolgate/toolgate/supervisor/api"
 )
 
 // Paths are where the daemon keeps its socket, locks, log and ledger.
@@ -14,7 +16,7 @@ type Paths struct {
 }
 
 // Socket is the gate's socket.
-func (p Paths) Socket() string { return filepath.Join(p.RuntimeDir, "gate.sock") }
+func (p Paths) Socket() string { return filepath.Join(p.RuntimeDir, api.SocketName) }
 
 // ApproveSocket is the approvers' socket.
 func (p Paths) ApproveSocket() string { return filepath.Join(p.RuntimeDir, "approve.sock") }

@@ -26,6 +26,21 @@ type sessionSettings struct {
 	Home            string         `json:"home"`
 	SupervisorPID   int            `json:"supervisor_pid"`
 	Tools           []api.ToolInfo `json:"tools,omitempty"`
+	// Installed marks a session of Claude Code's own, gated by the hook
+	// toolgate install puts in its settings: its asks go through the
+	// PermissionRequest hook, wait at most ApprovalTimeout, and are handed
+	// to Claude Code's dialog when nobody decides. Its process is the
+	// session's claude.
+	Installed bool `json:"installed,omitempty"`
+}
+
+// alive reports whether the session's process still runs: its supervisor,
+// or the claude of an installed hook's session.
+func (st sessionSettings) alive(rec ledger.Session) bool {
+	if st.Installed {
+		return processAlive(rec.ClaudePID)
+	}
+	return processAlive(st.SupervisorPID)
 }
 
 // gateSession is a session ready to decide calls.
@@ -40,9 +55,10 @@ type gateSession struct {
 // sessions caches the sessions the daemon gates; a session not in the
 // cache (after a restart) is loaded from the ledger.
 type sessions struct {
-	ledger *ledger.Ledger
-	mu     sync.Mutex
-	byID   map[string]*gateSession
+	ledger    *ledger.Ledger
+	mu        sync.Mutex
+	byID      map[string]*gateSession
+	installMu sync.Mutex // serializes the registration of installed hooks' sessions
 }
 
 func newSessions(l *ledger.Ledger) *sessions {
@@ -122,10 +138,16 @@ func CompileDiscovered(schemas map[string]json.RawMessage) (*policy.SchemaSet, e
 	return set, err
 }
 
-// register records a new session and caches it.
+// register records a new session of toolgate run and caches it.
 func (ss *sessions) register(ctx context.Context, id string, r api.RegisterRequest) (*gateSession, error) {
 	settings := sessionSettings{PolicyName: r.PolicyName, ApprovalTimeout: r.ApprovalTimeout, OnAsk: r.OnAsk,
 		Home: r.Home, SupervisorPID: r.SupervisorPID, Tools: r.Tools}
+	return ss.start(ctx, ledger.Session{ID: id, Cwd: r.Cwd}, settings, r.Policy)
+}
+
+// start records a session (or finds it recorded) with its policy and
+// settings, and caches it.
+func (ss *sessions) start(ctx context.Context, rec ledger.Session, settings sessionSettings, doc []byte) (*gateSession, error) {
 	if settings.ApprovalTimeout <= 0 {
 		settings.ApprovalTimeout = api.Duration(DefaultApprovalTimeout)
 	}
@@ -136,24 +158,27 @@ func (ss *sessions) register(ctx context.Context, id string, r api.RegisterReque
 	if err != nil {
 		return nil, err
 	}
-	p, err := policy.Parse(r.PolicyName, r.Policy)
+	p, err := policy.Parse(settings.PolicyName, doc)
 	if err != nil {
 		return nil, err
 	}
-	if err := ss.ledger.StorePolicy(ctx, p.SHA256, r.Policy); err != nil {
+	if err := ss.ledger.StorePolicy(ctx, p.SHA256, doc); err != nil {
 		return nil, err
 	}
-	rec, _, err := ss.ledger.StartSession(ctx, ledger.Session{ID: id, PolicySHA256: p.SHA256,
-		PolicyVersion: p.Version, Cwd: r.Cwd, Settings: raw})
+	rec.PolicySHA256, rec.PolicyVersion, rec.Settings = p.SHA256, p.Version, raw
+	rec, existed, err := ss.ledger.StartSession(ctx, rec)
 	if err != nil {
 		return nil, err
 	}
-	s, err := newGateSession(rec, settings, r.Policy)
+	if existed {
+		return ss.get(ctx, rec.ID) // as recorded (another event of it was first)
+	}
+	s, err := newGateSession(rec, settings, doc)
 	if err != nil {
 		return nil, err
 	}
 	ss.mu.Lock()
-	ss.byID[id] = s
+	ss.byID[rec.ID] = s
 	ss.mu.Unlock()
 	return s, nil
 }
@@ -173,7 +198,7 @@ func (ss *sessions) active() int {
 	defer ss.mu.Unlock()
 	n := 0
 	for id, s := range ss.byID {
-		if s.rec.EndedAt == nil && processAlive(s.settings.SupervisorPID) {
+		if s.rec.EndedAt == nil && s.settings.alive(s.rec) {
 			n++
 			continue
 		}
@@ -211,7 +236,7 @@ func (ss *sessions) loadActive(ctx context.Context) error {
 	}
 	for _, rec := range all {
 		var settings sessionSettings
-		if rec.EndedAt != nil || json.Unmarshal(rec.Settings, &settings) != nil || !processAlive(settings.SupervisorPID) {
+		if rec.EndedAt != nil || json.Unmarshal(rec.Settings, &settings) != nil || !settings.alive(rec) {
 			continue
 		}
 		if _, err := ss.get(ctx, rec.ID); err != nil {

@@ -24,7 +24,7 @@ func (d *Daemon) ingestSpools(ctx context.Context) {
 		}
 		var settings sessionSettings
 		json.Unmarshal(rec.Settings, &settings)
-		over := rec.EndedAt != nil || !processAlive(settings.SupervisorPID)
+		over := rec.EndedAt != nil || !settings.alive(rec)
 		d.ingestSpool(ctx, session, over)
 	}
 }

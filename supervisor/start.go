@@ -88,6 +88,9 @@ func startDaemon(ctx context.Context, cfg StartConfig) error {
 	if cfg.IdleExit > 0 {
 		args = append(args, "--idle-exit", cfg.IdleExit.String())
 	}
+	if cfg.Paths.Ledger != "" {
+		args = append(args, "--ledger", cfg.Paths.Ledger)
+	}
 	cmd := exec.Command(cfg.Self, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{w}

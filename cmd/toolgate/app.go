@@ -36,6 +36,8 @@ EXAMPLES
 			serveCommand(),
 			auditCommand(),
 			policyCommand(),
+			installCommand(),
+			uninstallCommand(),
 			demoCommand(),
 			doctorCommand(),
 			demoMCPCommand(),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/supervisor"
+	"github.com/toolgate/toolgate/supervisor/api"
 )
 
 // Where toolgate keeps its state, following the XDG base directory
@@ -30,18 +31,8 @@ func xdgDir(env, fallback string) string {
 	return filepath.Join(home, fallback, appName)
 }
 
-// runtimeDir is TOOLGATE_RUNTIME_DIR, or $XDG_RUNTIME_DIR/toolgate, or a
-// private directory under the system's temporary directory when
-// XDG_RUNTIME_DIR is unset.
-func runtimeDir() string {
-	if dir := os.Getenv("TOOLGATE_RUNTIME_DIR"); filepath.IsAbs(dir) {
-		return dir
-	}
-	if dir := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(dir) {
-		return filepath.Join(dir, appName)
-	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("%s-%d", appName, os.Getuid()))
-}
+// runtimeDir is where the sockets live (see api.RuntimeDir).
+func runtimeDir() string { return api.RuntimeDir(os.Getenv) }
 
 // stateDir is TOOLGATE_STATE_DIR, or $XDG_STATE_HOME/toolgate.
 func stateDir() string {
@@ -66,12 +57,16 @@ func defaultPolicy() string {
 
 // ensureDaemon starts the daemon when none runs, for the commands that
 // talk to it (toolgate run, audit, pending, show, approve, deny).
-func ensureDaemon(ctx context.Context) error {
+func ensureDaemon(ctx context.Context) error { return startDetached(ctx, os.Getenv(ledgerEnv)) }
+
+// startDetached starts a daemon on the ledger when none answers, detached,
+// exiting after 5 idle minutes.
+func startDetached(ctx context.Context, ledger string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	_, err = supervisor.EnsureDaemon(ctx, supervisor.StartConfig{Paths: gatePaths(os.Getenv(ledgerEnv)), Self: self, IdleExit: 5 * time.Minute})
+	_, err = supervisor.EnsureDaemon(ctx, supervisor.StartConfig{Paths: gatePaths(ledger), Self: self, IdleExit: 5 * time.Minute})
 	if err != nil {
 		return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate doctor", err)}
 	}

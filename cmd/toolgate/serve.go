@@ -20,19 +20,28 @@ the prompt tool, toolgate run and the CLI, and refuses other users. Run it
 under systemd (examples/systemd) or let toolgate run start it on demand: a
 daemon started that way exits after --idle-exit with no session.
 
+With --background it starts a daemon detached from the terminal when none
+answers, waits until it is ready, and returns (toolgate install's hook does
+this on its first call); a daemon started so exits after 5 idle minutes.
+
 EXAMPLES
    toolgate serve
    toolgate serve --ledger /var/tmp/toolgate-ledger --idle-exit 10m
+   toolgate serve --background
 
 EXIT STATUS
-   0    stopped by SIGTERM or SIGINT, or idle
+   0    stopped by SIGTERM or SIGINT, or idle; with --background: a daemon is ready
    69   the ledger or the socket is unavailable, or a daemon already runs`,
 		Flags: []cli.Flag{
 			ledgerFlag(),
 			&cli.DurationFlag{Name: "idle-exit", Usage: "exit after this long with no session and no request (0: never)", EnvVars: []string{"TOOLGATE_IDLE_EXIT"}},
 			&cli.IntFlag{Name: "ready-fd", Hidden: true, Usage: "write \"ready\" to this file descriptor once listening"},
+			&cli.BoolFlag{Name: "background", Usage: "start a detached daemon when none answers, and return once it is ready"},
 		},
 		Action: func(cliCtx *cli.Context) error {
+			if cliCtx.Bool("background") {
+				return startDetached(cliCtx.Context, cliCtx.String("ledger"))
+			}
 			cfg := supervisor.DaemonConfig{
 				Paths:    gatePaths(cliCtx.String("ledger")),
 				Logger:   slog.New(slog.NewTextHandler(cliCtx.App.ErrWriter, nil)),

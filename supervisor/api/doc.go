@@ -29,6 +29,14 @@
 //	POST /v1/approvals/{id}/wait     -> Verdict, once a person decided or it expired
 //	POST /v1/sessions/{id}/claude    ClaudePIDRequest
 //
+// A hook event of a session that toolgate install's hook reports
+// (HookRequest.Installed) registers that session on first sight, under
+// Claude Code's own session_id and with the named policy. Its
+// PermissionRequest event is held until a person decides the approval it
+// creates, or until the approval's deadline, when the verdict is an ask
+// with reason_code handed_to_claude: the hook answers nothing and Claude
+// Code's own dialog decides. SessionEnd ends the session.
+//
 // The approver socket (approve.sock) serves people and their tools; a
 // decision from the gated claude or any process descending from it (or
 // from its supervisor) is refused with 403 "self_approval":
@@ -43,7 +51,10 @@ package api
 //
 //   - 1: 2026-11-29: sessions, hook events, the permission prompt, calls,
 //     approvals and the approver socket.
-const ProtocolVersion = 1
+//   - 2: 2026-12-01: hook requests from hooks installed in Claude Code's
+//     settings (HookRequest.Installed), and the PermissionRequest and
+//     SessionEnd events.
+const ProtocolVersion = 2
 
 // HeaderProtocol carries ProtocolVersion on every request and response.
 const HeaderProtocol = "Toolgate-Protocol"

@@ -25,6 +25,10 @@ const (
 	ReasonNoApprover         = "no_approver"
 	ReasonQueueFull          = "queue_full"
 	ReasonUserApproved       = "user_approved"
+	// ReasonHandedToClaude: in a session with toolgate install's hook,
+	// nobody decided in toolgate before the hook had to answer, so Claude
+	// Code's own permission dialog decides; toolgate wrote nothing back.
+	ReasonHandedToClaude = "handed_to_claude"
 )
 
 // Sources of a verdict: who or what decided.
@@ -36,6 +40,7 @@ const (
 	SourceDowngrade = "downgrade"
 	SourceLedger    = "ledger"
 	SourceGate      = "gate"
+	SourceClaude    = "claude" // Claude Code's own permission dialog
 )
 
 // Error is the error envelope of every failed request.
@@ -84,10 +89,24 @@ type Session struct {
 }
 
 // HookRequest forwards one Claude Code hook event, raw, with the session
-// it belongs to.
+// it belongs to: toolgate run's (SessionID), or, for a hook installed in
+// Claude Code's settings (Installed), Claude Code's own session_id from the
+// event.
 type HookRequest struct {
-	SessionID string          `json:"session_id"`
+	SessionID string          `json:"session_id,omitempty"`
 	Event     json.RawMessage `json:"event"`
+	Installed *InstalledHook  `json:"installed,omitempty"`
+}
+
+// InstalledHook is what a hook installed by toolgate install tells the
+// daemon about its session, which the daemon registers on its first event.
+// ClaudePID is believed only when it is an ancestor of the calling hook
+// (the daemon checks it against the kernel's peer credentials).
+type InstalledHook struct {
+	PolicyPath      string   `json:"policy_path"`
+	ApprovalTimeout Duration `json:"approval_timeout"` // how long a PermissionRequest waits for a person
+	ClaudePID       int      `json:"claude_pid,omitempty"`
+	Home            string   `json:"home,omitempty"`
 }
 
 // Verdict is the gate's answer on one call, for the hook and the prompt

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/hook"
+	"github.com/toolgate/toolgate/install"
+	"github.com/toolgate/toolgate/policy"
+	"github.com/urfave/cli/v2"
+)
+
+func installCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "install",
+		Usage: "gate claude sessions started without toolgate run (interactive ones too)",
+		Description: `Adds toolgate's hook to Claude Code's settings: the user's (~/.claude/settings.json,
+or $CLAUDE_CONFIG_DIR/settings.json) or the project's (.claude/settings.json in the
+current directory). Every claude session that reads those settings is then gated
+and audited like a toolgate run session, under Claude Code's own session id.
+
+Its asks go through Claude Code's PermissionRequest hook: the hook creates the
+approval record and waits up to --approval-timeout for toolgate approve, watch
+or notify. When nobody decides in time it answers nothing, so Claude Code's own
+dialog decides (claude -p denies); the audit says handed_to_claude.
+
+The file is edited in place: everything else in it stays as it was, installing
+twice changes nothing, and toolgate uninstall takes out exactly what install
+put in. A settings file that is not valid JSON is refused, never rewritten.
+Sessions keep the policy they started with; edit it and new sessions use it.
+
+EXAMPLES
+   toolgate install
+   toolgate install --scope project --policy .claude/toolgate-policy.json
+   toolgate install --approval-timeout 2m --json
+
+EXIT STATUS
+   0    installed (or already installed, unchanged)
+   64   bad command line
+   65   the settings file is not valid JSON: it was left untouched
+   66   the policy file or the hook binary does not exist
+   78   the policy document is invalid`,
+		Flags: []cli.Flag{
+			scopeFlag(),
+			&cli.StringFlag{Name: "policy", Usage: "the policy installed sessions are gated by", EnvVars: []string{policyEnv},
+				Value: defaultPolicy(), DefaultText: "$XDG_CONFIG_HOME/toolgate/policy.json"},
+			&cli.DurationFlag{Name: "approval-timeout", Usage: "how long an ask waits for toolgate's approvers before Claude Code's own dialog decides",
+				Value: hook.DefaultApprovalTimeout},
+			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
+			jsonFlag(),
+		},
+		Action: func(cliCtx *cli.Context) error {
+			path, project, err := settingsPath(cliCtx.String("scope"))
+			if err != nil {
+				return err
+			}
+			opts, err := installOptions(cliCtx, project)
+			if err != nil {
+				return err
+			}
+			changed, err := install.InstallFile(path, opts)
+			if err != nil {
+				return settingsError(err)
+			}
+			return installReport(cliCtx, path, changed, opts.Command())
+		},
+	}
+}
+
+func uninstallCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "uninstall",
+		Usage: "take toolgate's hook out of Claude Code's settings",
+		Description: `Removes every toolgate-hook entry from the user's or the project's Claude Code
+settings, and the hook events and "hooks" object that held only them; the rest
+of the file stays as it was, byte for byte. A settings file toolgate created is
+removed once it holds nothing. Running sessions keep their hooks until they end.
+
+EXAMPLES
+   toolgate uninstall
+   toolgate uninstall --scope project
+
+EXIT STATUS
+   0    removed (or nothing to remove)
+   64   bad command line
+   65   the settings file is not valid JSON: it was left untouched`,
+		Flags: []cli.Flag{scopeFlag(), jsonFlag()},
+		Action: func(cliCtx *cli.Context) error {
+			path, _, err := settingsPath(cliCtx.String("scope"))
+			if err != nil {
+				return err
+			}
+			changed, err := install.UninstallFile(path)
+			if err != nil {
+				return settingsError(err)
+			}
+			return installReport(cliCtx, path, changed, "")
+		},
+	}
+}
+
+func scopeFlag() cli.Flag {
+	return &cli.StringFlag{Name: "scope", Usage: "user (~/.claude/settings.json) or project (./.claude/settings.json)", Value: "user"}
+}
+
+// settingsPath is the settings file of a scope, and the project directory.
+func settingsPath(scope string) (path, project string, err error) {
+	project, err = os.Getwd()
+	if err != nil {
+		return "", "", err
+	}
+	switch scope {
+	case "user":
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", "", err
+		}
+		return install.UserSettings(os.Getenv, home), project, nil
+	case "project":
+		return install.ProjectSettings(project), project, nil
+	}
+	return "", "", usagef("--scope must be user or project, not %q", scope)
+}
+
+// installOptions checks the policy and the hook and says how the hook's
+// command names them: a policy inside the project (project scope) by its
+// path from the project, so that the settings file can be shared.
+func installOptions(cliCtx *cli.Context, project string) (install.Options, error) {
+	timeout := cliCtx.Duration("approval-timeout")
+	if timeout < time.Second {
+		return install.Options{}, usagef("--approval-timeout must be at least 1s, not %s", timeout)
+	}
+	policyPath, err := filepath.Abs(cliCtx.String("policy"))
+	if err != nil {
+		return install.Options{}, err
+	}
+	if _, err := policy.Load(policyPath); err != nil {
+		if policy.IsInvalid(err) {
+			return install.Options{}, err
+		}
+		return install.Options{}, fmt.Errorf("%w\nTry: write a policy there (see examples/policies), or pass --policy FILE", err)
+	}
+	hookPath := cliCtx.String("hook")
+	if hookPath == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return install.Options{}, err
+		}
+		hookPath = filepath.Join(filepath.Dir(self), install.HookName)
+	}
+	if hookPath, err = filepath.Abs(hookPath); err != nil {
+		return install.Options{}, err
+	}
+	if _, err := os.Stat(hookPath); err != nil {
+		return install.Options{}, fmt.Errorf("the hook binary is missing: %w\nTry: go build -o bin/ ./cmd/... and run bin/toolgate install, or pass --hook", err)
+	}
+	if cliCtx.String("scope") == "project" {
+		if rel, err := filepath.Rel(project, policyPath); err == nil && !strings.HasPrefix(rel, "..") {
+			policyPath = rel
+		}
+	}
+	return install.Options{Hook: hookPath, Policy: policyPath, ApprovalTimeout: timeout, PermissionMargin: hook.PermissionMargin}, nil
+}
+
+func settingsError(err error) error {
+	var invalid *install.InvalidError
+	if errors.As(err, &invalid) {
+		return &dataError{fmt.Errorf("%w; it was left untouched\nTry: fix the file (Claude Code ignores a broken one too), then run this again", err)}
+	}
+	return err
+}
+
+// installReport prints nothing unless --json asks for it: quiet on success.
+func installReport(cliCtx *cli.Context, path string, changed bool, command string) error {
+	if !cliCtx.Bool("json") {
+		return nil
+	}
+	type report struct {
+		SchemaVersion int      `json:"schema_version"`
+		Settings      string   `json:"settings"`
+		Changed       bool     `json:"changed"`
+		Command       string   `json:"command,omitempty"`
+		Events        []string `json:"events,omitempty"`
+	}
+	r := report{SchemaVersion: 1, Settings: path, Changed: changed, Command: command}
+	if command != "" {
+		r.Events = install.Events
+	}
+	return writeJSON(cliCtx.App.Writer, r)
+}

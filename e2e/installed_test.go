@@ -1,0 +1,239 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/modelscript"
+	"github.com/toolgate/toolgate/supervisor/api"
+)
+
+// Sessions gated by toolgate install's hook: claude -p runs in a project
+// whose .claude/settings.json has the hook, without toolgate run and
+// without a prompt tool, so an ask can only be approved through Claude
+// Code's PermissionRequest hook. --permission-prompts none makes -p behave
+// as an interactive session without its dialog: a hook's ask reaches the
+// PermissionRequest hook (without it, -p refuses every ask at once).
+
+const installedPolicy = `{"version": 3, "default": "allow", "rules": [
+  {"id": "ask-touch", "effect": "ask", "tool": "Bash", "input": {"command": {"command": [["touch"]]}}, "reason_code": "needs_review"},
+  {"id": "deny-env", "effect": "deny", "tool": "Read", "input": {"file_path": {"const": ".env"}}, "reason_code": "secret_file"}
+]}`
+
+// installProject installs the hook into the world's project, with the
+// policy kept in the project.
+func (w *world) installProject(extra ...string) {
+	w.t.Helper()
+	w.writeFile("toolgate-policy.json", installedPolicy)
+	args := append([]string{"install", "--scope", "project", "--policy", "toolgate-policy.json"}, extra...)
+	cmd := exec.Command(toolgateBin, args...)
+	cmd.Dir, cmd.Env = w.project, w.env(nil)
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) != 0 {
+		w.t.Fatalf("toolgate install: %v %q (want success, quiet)", err, out)
+	}
+}
+
+// claudeP runs claude -p in the project, as a script would, and returns
+// claude's result and exit code.
+func (w *world) claudeP(script []modelscript.Step, env []string, args ...string) (claudeResult, int, *modelscript.Server) {
+	w.t.Helper()
+	model, err := modelscript.Start(script)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() { model.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	args = append([]string{"-p", "--output-format", "json"}, args...)
+	cmd := exec.CommandContext(ctx, claudeBin, append(args, "--", "do the task")...)
+	cmd.Dir, cmd.Env, cmd.WaitDelay = w.project, append(w.env(model), env...), 5*time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Run()
+	var res claudeResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		w.t.Fatalf("claude -p: %v; stdout %q stderr %q", err, stdout.String(), stderr.String())
+	}
+	return res, cmd.ProcessState.ExitCode(), model
+}
+
+// pendingApproval polls toolgate pending until an approval waits, and
+// returns it: the record's existence is the sign that the hook waits.
+func (w *world) pendingApproval() api.ApprovalDetail {
+	w.t.Helper()
+	deadline := time.Now().Add(runTimeout)
+	for time.Now().Before(deadline) {
+		code, out := w.toolgateOut("pending", "--json")
+		var list struct {
+			Approvals []api.ApprovalDetail `json:"approvals"`
+		}
+		if code == 0 && json.Unmarshal([]byte(out), &list) == nil && len(list.Approvals) > 0 {
+			return list.Approvals[0]
+		}
+		time.Sleep(100 * time.Millisecond) // polling an observable state: the approval record
+	}
+	w.t.Fatal("no approval appeared")
+	return api.ApprovalDetail{}
+}
+
+// toolgateOut is toolgate with its stdout only.
+func (w *world) toolgateOut(args ...string) (int, string) {
+	w.t.Helper()
+	cmd := exec.Command(toolgateBin, args...)
+	cmd.Env = w.env(nil)
+	out, _ := cmd.Output()
+	return cmd.ProcessState.ExitCode(), string(out)
+}
+
+// An ask resolved by toolgate approve through the PermissionRequest path;
+// an allowed call and a denied one beside it; the audit is complete and
+// the session ends with claude. Then uninstall leaves the project as it was.
+func TestInstalledHookGatesClaudeP(t *testing.T) {
+	w := newWorld(t)
+	w.writeFile(".env", "SECRET=1")
+	w.installProject()
+	settings := filepath.Join(w.project, ".claude", "settings.json")
+	done := make(chan struct{})
+	var res claudeResult
+	var code int
+	go func() {
+		defer close(done)
+		res, code, _ = w.claudeP([]modelscript.Step{
+			step(bash("toolu_inst_echo", "echo hello")),
+			step(modelscript.ToolUse{ID: "toolu_inst_env", Name: "Read", Input: map[string]string{"file_path": filepath.Join(w.project, ".env")}}),
+			step(bash("toolu_inst_ask", "touch approved.txt")),
+		}, nil, "--permission-prompts", "none")
+	}()
+	a := w.pendingApproval()
+	if a.Approval.ToolUseID != "toolu_inst_ask" || a.Approval.MatchedRule == nil || *a.Approval.MatchedRule != "ask-touch" ||
+		a.Approval.PolicyVersion != 3 || a.ReasonCode != "needs_review" {
+		t.Errorf("the approval record: %+v", a)
+	}
+	if code, out := w.toolgate("approve", a.Approval.ID, "--reason", "looks fine"); code != 0 || out != "" {
+		t.Fatalf("approve: exit %d %q", code, out)
+	}
+	<-done
+	if code != 0 || res.IsError {
+		t.Fatalf("claude -p exited %d: %+v", code, res)
+	}
+	if _, err := os.Stat(filepath.Join(w.project, "approved.txt")); err != nil {
+		t.Fatal("the approved call did not run")
+	}
+	session := res.SessionID
+	if a.Approval.SessionID != session {
+		t.Errorf("the approval's session is %q, claude's %q", a.Approval.SessionID, session)
+	}
+	calls := map[string]api.Call{}
+	for _, c := range w.audit(session) {
+		calls[c.ToolUseID] = c
+	}
+	want := map[string]struct {
+		effect, reason, source string
+		executed               bool
+	}{
+		"toolu_inst_echo": {"allow", "default", "policy", true},
+		"toolu_inst_env":  {"deny", "secret_file", "policy", false},
+		"toolu_inst_ask":  {"allow", "needs_review", "person", true},
+	}
+	for id, wc := range want {
+		c, ok := calls[id]
+		if !ok || c.Effect != wc.effect || c.ReasonCode != wc.reason || c.Source != wc.source || c.Executed != wc.executed || c.Executions > 1 {
+			t.Errorf("audit of %s: %+v, want %+v", id, c, wc)
+		}
+	}
+	if c := calls["toolu_inst_ask"]; !strings.HasPrefix(c.Actor, "user:") || c.ApprovalID != a.Approval.ID || c.Seen == "" {
+		t.Errorf("the approved call's audit: %+v", c)
+	}
+	if len(calls) != len(want) {
+		t.Errorf("audit: %d calls, want %d: %+v", len(calls), len(want), calls)
+	}
+	if s, err := w.client().Session(t.Context(), session); err != nil || s.EndedAt == nil || s.ClaudeSessionID != session {
+		t.Errorf("the session as recorded: %+v %v (want ended at SessionEnd)", s, err)
+	}
+	if code, out := w.toolgate("audit", "verify"); code != 69 && code != 0 {
+		t.Errorf("audit verify: %d %s", code, out)
+	}
+	cmd := exec.Command(toolgateBin, "uninstall", "--scope", "project")
+	cmd.Dir, cmd.Env = w.project, w.env(nil)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("uninstall: %v %s", err, out)
+	}
+	if _, err := os.Stat(settings); !os.IsNotExist(err) {
+		t.Errorf("the settings file install created is still there after uninstall: %v", err)
+	}
+}
+
+// Nobody decides before the installed hook's approval timeout: the hook
+// answers nothing, Claude Code's own flow decides (claude -p refuses the
+// call), and the record says so: expired, handed_to_claude, nothing
+// written back, not run.
+func TestInstalledHookHandsOffToClaude(t *testing.T) {
+	w := newWorld(t)
+	w.installProject("--approval-timeout", "2s")
+	res, code, model := w.claudeP([]modelscript.Step{step(bash("toolu_inst_late", "touch late.txt"))}, nil, "--permission-prompts", "none")
+	if code != 0 {
+		t.Fatalf("claude -p exited %d: %+v", code, res)
+	}
+	if _, err := os.Stat(filepath.Join(w.project, "late.txt")); err == nil {
+		t.Fatal("the call ran though nobody approved it")
+	}
+	seen := model.ToolResults()["toolu_inst_late"]
+	if !seen.IsError || !strings.Contains(seen.Text, "no approval surface") || strings.Contains(seen.Text, "toolgate denied") {
+		t.Errorf("the model saw %+v: want Claude Code's own refusal, no denial by toolgate", seen)
+	}
+	calls := w.audit(res.SessionID)
+	if len(calls) != 1 {
+		t.Fatalf("audit: %+v", calls)
+	}
+	c := calls[0]
+	if c.Effect != "ask" || c.ReasonCode != "handed_to_claude" || c.Source != "claude" || c.Executed || c.ApprovalID == "" {
+		t.Errorf("audit: %+v", c)
+	}
+	_, show := w.toolgateOut("show", c.ApprovalID, "--json")
+	var d api.ApprovalDetail
+	if err := json.Unmarshal([]byte(show), &d); err != nil {
+		t.Fatalf("show --json: %v %s", err, show)
+	}
+	if d.Approval.Status != "expired" || d.Decision == nil || d.Decision.ReasonCode != "handed_to_claude" ||
+		d.WriteBack == nil || d.WriteBack.WroteBack {
+		t.Errorf("the approval: %+v decision %+v write-back %+v", d.Approval, d.Decision, d.WriteBack)
+	}
+	if code, out := w.toolgate("approve", c.ApprovalID); code != 75 {
+		t.Errorf("a late approve: exit %d %s", code, out)
+	}
+}
+
+// An installed session has no toolgate run to keep what the model detaches
+// in its process tree (run is a child subreaper), so a detached process
+// leaves claude's parent chain; it still cannot approve the session's next
+// ask, because Claude Code's environment (CLAUDECODE=1) marks it.
+func TestInstalledDetachedSelfApprovalIsRefused(t *testing.T) {
+	w := newWorld(t)
+	w.installProject("--approval-timeout", "8s")
+	log := filepath.Join(w.root, "detached.log")
+	detached := `setsid sh -c 'for i in $(seq 1 100); do id=$(toolgate pending | awk "/^apr_/ {print \$1}" | head -n 1); ` +
+		`if [ -n "$id" ]; then toolgate approve "$id"; echo "exit $?"; exit 0; fi; sleep 0.2; done' > ` + log + ` 2>&1 < /dev/null &`
+	path := []string{"PATH=" + filepath.Dir(toolgateBin) + ":" + os.Getenv("PATH")}
+	res, code, _ := w.claudeP([]modelscript.Step{step(bash("toolu_inst_detach", detached)), step(bash("toolu_inst_next", "touch forged.txt"))},
+		path, "--permission-prompts", "none")
+	if code != 0 {
+		t.Fatalf("claude -p exited %d: %+v", code, res)
+	}
+	if _, err := os.Stat(filepath.Join(w.project, "forged.txt")); err == nil {
+		t.Fatal("the model approved its own call")
+	}
+	out, _ := os.ReadFile(log)
+	contains(t, "the detached process's output", string(out), "started by Claude Code", "exit 77")
+	for _, c := range w.audit(res.SessionID) {
+		if c.ToolUseID == "toolu_inst_next" && (c.ReasonCode != "handed_to_claude" || c.Executed) {
+			t.Errorf("audit: %+v", c)
+		}
+	}
+}

@@ -1,0 +1,265 @@
+// Package install puts toolgate's hook into a Claude Code settings file and
+// takes it out again, for sessions started without toolgate run (an
+// interactive claude, or claude -p from a script that does not wrap it).
+//
+// The file is edited in place with sjson, so everything that is not
+// toolgate's (other hooks, unrelated keys, the user's formatting) stays as
+// it was, byte for byte: Add appends one matcher group per hook event, and
+// Remove deletes exactly those groups, and the containers Add created
+// when they hold nothing else. A file that is not valid JSON is refused,
+// never rewritten. A hook entry is toolgate's when its command runs a
+// program named toolgate-hook.
+//
+// It must not import the daemon, the ledger or the policy engine.
+package install
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// HookName is the hook program's name, by which toolgate's entries are known.
+const HookName = "toolgate-hook"
+
+// HookTimeout is the timeout, in seconds, of every hook event but
+// PermissionRequest: the hook answers by itself long before it.
+const HookTimeout = 30
+
+// Options say what to install.
+type Options struct {
+	Hook            string        // the toolgate-hook executable, absolute
+	Policy          string        // the policy as the command names it: absolute, or relative to the project
+	ApprovalTimeout time.Duration // how long a PermissionRequest waits for a person
+	// PermissionMargin is how much longer than ApprovalTimeout the hook
+	// itself may take; Claude Code's timeout for it is twice as far.
+	PermissionMargin time.Duration
+}
+
+// Events are the hook events toolgate installs: the call before and after
+// it runs, the ask, and the session's end.
+var Events = []string{"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "PostToolBatch", "SessionEnd"}
+
+// Command is the hook's command line. A relative policy is taken from the
+// project's directory, which Claude Code passes to hooks.
+func (o Options) Command() string {
+	policy := shellQuote(o.Policy)
+	if !filepath.IsAbs(o.Policy) {
+		policy = `"$CLAUDE_PROJECT_DIR"/` + shellQuote(filepath.ToSlash(o.Policy))
+	}
+	return fmt.Sprintf("%s --policy %s --approval-timeout %s", shellQuote(o.Hook), policy, o.ApprovalTimeout)
+}
+
+// timeout is Claude Code's timeout for the event's hook, in seconds.
+func (o Options) timeout(event string) int {
+	if event != "PermissionRequest" {
+		return HookTimeout
+	}
+	return int(math.Ceil((o.ApprovalTimeout + 2*o.PermissionMargin).Seconds()))
+}
+
+// entry is the matcher group for one event.
+func (o Options) entry(event string) string {
+	hook, _ := sjson.Set(`{"type":"command"}`, "command", o.Command())
+	hook, _ = sjson.Set(hook, "timeout", o.timeout(event))
+	group, _ := sjson.SetRaw(`{"matcher":"*"}`, "hooks", "["+hook+"]")
+	return group
+}
+
+// InvalidError is a settings document that is not valid JSON, or not an
+// object where Claude Code expects one.
+type InvalidError struct{ Reason string }
+
+func (e *InvalidError) Error() string { return "not a valid Claude Code settings file: " + e.Reason }
+
+// check refuses a document that Add or Remove could only damage.
+func check(doc []byte) error {
+	if !gjson.ValidBytes(doc) {
+		return &InvalidError{"it is not valid JSON"}
+	}
+	if !gjson.ParseBytes(doc).IsObject() {
+		return &InvalidError{"it is not a JSON object"}
+	}
+	if hooks := gjson.GetBytes(doc, "hooks"); hooks.Exists() && !hooks.IsObject() {
+		return &InvalidError{`its "hooks" is not an object`}
+	}
+	for _, event := range Events {
+		if groups := gjson.GetBytes(doc, "hooks."+event); groups.Exists() && !groups.IsArray() {
+			return &InvalidError{fmt.Sprintf(`its "hooks.%s" is not an array`, event)}
+		}
+	}
+	return nil
+}
+
+// Add returns doc with toolgate's hook installed for every event: a group
+// is appended where the event has none of toolgate's, and a toolgate
+// command that differs (another policy, an older path) is updated in
+// place. changed is false when doc already had exactly these entries.
+func Add(doc []byte, o Options) (out []byte, changed bool, err error) {
+	if err := check(doc); err != nil {
+		return nil, false, err
+	}
+	out = doc
+	for _, event := range Events {
+		found := false
+		for _, h := range find(out, event) {
+			found = true
+			if h.command.String() != o.Command() {
+				if out, err = sjson.SetBytes(out, h.path+".command", o.Command()); err != nil {
+					return nil, false, err
+				}
+				changed = true
+			}
+			if h.timeout.Int() != int64(o.timeout(event)) {
+				if out, err = sjson.SetBytes(out, h.path+".timeout", o.timeout(event)); err != nil {
+					return nil, false, err
+				}
+				changed = true
+			}
+		}
+		if found {
+			continue
+		}
+		switch {
+		case gjson.GetBytes(out, "hooks."+event).Exists():
+			out, err = appendElem(out, "hooks."+event, []byte(o.entry(event)))
+		case gjson.GetBytes(out, "hooks").Exists():
+			out, err = addMember(out, "hooks", event, []byte("["+o.entry(event)+"]"))
+		default:
+			out, err = addMember(out, "", "hooks", []byte(`{"`+event+`":[`+o.entry(event)+"]}"))
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		changed = true
+	}
+	return out, changed, nil
+}
+
+// Remove returns doc without any of toolgate's hook entries: a group that
+// held only toolgate's is deleted whole, and an event, or the "hooks"
+// object, left empty by that is deleted too. changed is false when doc had
+// none.
+func Remove(doc []byte) (out []byte, changed bool, err error) {
+	if err := check(doc); err != nil {
+		return nil, false, err
+	}
+	out = doc
+	var events []string
+	gjson.GetBytes(out, "hooks").ForEach(func(k, _ gjson.Result) bool { events = append(events, k.String()); return true })
+	for _, event := range events {
+		groups := gjson.GetBytes(out, gjsonKey("hooks", event))
+		if !groups.IsArray() {
+			continue
+		}
+		arr, removed := groups.Array(), false
+		for i := len(arr) - 1; i >= 0; i-- {
+			hooks := arr[i].Get("hooks").Array()
+			ours := 0
+			for j := len(hooks) - 1; j >= 0; j-- {
+				if isToolgate(hooks[j].Get("command").String()) {
+					ours++
+				}
+			}
+			if ours == 0 {
+				continue
+			}
+			group := gjsonKey("hooks", event) + "." + strconv.Itoa(i)
+			if ours == len(hooks) {
+				out, err = sjson.DeleteBytes(out, group)
+			} else {
+				for j := len(hooks) - 1; j >= 0 && err == nil; j-- {
+					if isToolgate(hooks[j].Get("command").String()) {
+						out, err = sjson.DeleteBytes(out, group+".hooks."+strconv.Itoa(j))
+					}
+				}
+			}
+			if err != nil {
+				return nil, false, err
+			}
+			changed, removed = true, true
+		}
+		if rest := gjson.GetBytes(out, gjsonKey("hooks", event)); removed && rest.IsArray() && len(rest.Array()) == 0 {
+			if out, err = sjson.DeleteBytes(out, gjsonKey("hooks", event)); err != nil {
+				return nil, false, err
+			}
+		}
+	}
+	if hooks := gjson.GetBytes(out, "hooks"); changed && hooks.IsObject() && len(hooks.Map()) == 0 {
+		if out, err = sjson.DeleteBytes(out, "hooks"); err != nil {
+			return nil, false, err
+		}
+	}
+	return out, changed, nil
+}
+
+// Entry is one of toolgate's hook entries found in a settings document.
+type Entry struct {
+	Event   string
+	Command string
+	Timeout int
+}
+
+// Find lists toolgate's hook entries in doc, in event order.
+func Find(doc []byte) []Entry {
+	var out []Entry
+	gjson.GetBytes(doc, "hooks").ForEach(func(k, _ gjson.Result) bool {
+		for _, h := range find(doc, k.String()) {
+			out = append(out, Entry{Event: k.String(), Command: h.command.String(), Timeout: int(h.timeout.Int())})
+		}
+		return true
+	})
+	return out
+}
+
+// hookAt is one hook object of toolgate's, with its sjson path.
+type hookAt struct {
+	path             string
+	command, timeout gjson.Result
+}
+
+func find(doc []byte, event string) []hookAt {
+	var out []hookAt
+	for i, group := range gjson.GetBytes(doc, gjsonKey("hooks", event)).Array() {
+		for j, h := range group.Get("hooks").Array() {
+			if cmd := h.Get("command"); isToolgate(cmd.String()) {
+				path := fmt.Sprintf("%s.%d.hooks.%d", gjsonKey("hooks", event), i, j)
+				out = append(out, hookAt{path: path, command: cmd, timeout: h.Get("timeout")})
+			}
+		}
+	}
+	return out
+}
+
+// isToolgate reports whether a hook command runs toolgate-hook: its first
+// word, quoted or not, names a program of that name.
+func isToolgate(command string) bool {
+	command = strings.TrimSpace(command)
+	var first string
+	switch {
+	case strings.HasPrefix(command, "'"):
+		first, _, _ = strings.Cut(command[1:], "'")
+	case strings.HasPrefix(command, `"`):
+		first, _, _ = strings.Cut(command[1:], `"`)
+	default:
+		first, _, _ = strings.Cut(command, " ")
+	}
+	return filepath.Base(first) == HookName
+}
+
+// gjsonKey joins path components, escaping what gjson and sjson read as syntax.
+func gjsonKey(parts ...string) string {
+	for i, p := range parts {
+		r := strings.NewReplacer(`\`, `\\`, ".", `\.`, "*", `\*`, "?", `\?`, "|", `\|`, "#", `\#`, "@", `\@`, "!", `\!`)
+		parts[i] = r.Replace(p)
+	}
+	return strings.Join(parts, ".")
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
