@@ -33,9 +33,11 @@ package hook
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -238,6 +240,9 @@ func spool(path, event string, raw []byte, cause error) {
 		line, _ = sjson.SetRawBytes(line, "tool_input", []byte(in.Raw))
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if errors.Is(err, fs.ErrNotExist) && os.MkdirAll(filepath.Dir(path), 0o700) == nil {
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600) // no daemon ever ran here
+	}
 	if err != nil {
 		return
 	}

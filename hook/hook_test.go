@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/supervisor/api"
 )
 
 // answer runs Main and returns its exit code, stdout and the decision.
@@ -104,6 +105,73 @@ func TestDependencies(t *testing.T) {
 		if strings.Contains(line, ".") && !strings.HasPrefix(line, "vendor/") && !strings.HasPrefix(line, "github.com/tidwall/") &&
 			!strings.HasPrefix(line, "github.com/toolgate/toolgate/") && !strings.HasPrefix(line, "crypto/") {
 			t.Errorf("toolgate-hook has a new dependency %s: keep it lean or update this test on purpose", line)
+		}
+	}
+}
+
+// run is Main with arguments; it returns the exit code and stdout.
+func run(t *testing.T, args []string, stdin string, env map[string]string) (int, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(Process{Args: args, Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errOut,
+		Getenv: func(k string) string { return env[k] }})
+	return code, out.String()
+}
+
+func TestInstalledHook(t *testing.T) {
+	dir := t.TempDir()
+	noDaemon := map[string]string{"TOOLGATE_RUNTIME_DIR": dir, "CLAUDE_PID": "1"}
+	installed := []string{"--policy", "/p.json", "--approval-timeout", "1m"}
+	permission := `{"session_id":"c1","hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"ls"}}`
+	tests := []struct {
+		name  string
+		args  []string
+		event string
+		env   map[string]string
+		want  string // the decision, or "" for no answer
+	}{
+		// Inside a toolgate run session, toolgate run's own hook answers.
+		{"inside toolgate run", installed, preToolUse, map[string]string{"TOOLGATE_SESSION": "s1"}, ""},
+		{"no daemon: PreToolUse", installed, preToolUse, noDaemon, "deny"},
+		// No daemon on a PermissionRequest: Claude Code's own dialog decides.
+		{"no daemon: PermissionRequest", installed, permission, noDaemon, ""},
+		{"no daemon: SessionEnd", installed, `{"session_id":"c1","hook_event_name":"SessionEnd"}`, noDaemon, ""},
+		{"unknown flag", []string{"--polcy", "/p.json"}, preToolUse, noDaemon, "deny"},
+		{"stray argument", []string{"extra"}, preToolUse, map[string]string{"TOOLGATE_SESSION": "s1"}, "deny"},
+		{"no timeout", []string{"--policy", "/p.json", "--approval-timeout", "0s"}, preToolUse, noDaemon, "deny"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out := run(t, tt.args, tt.event, tt.env)
+			got := gjson.Get(out, "hookSpecificOutput.permissionDecision").String()
+			if code != 0 || got != tt.want || (tt.want == "" && out != "") {
+				t.Errorf("exit %d, stdout %q; want decision %q", code, out, tt.want)
+			}
+		})
+	}
+	// The denial without a daemon is spooled under Claude Code's session.
+	spooled, _ := os.ReadFile(filepath.Join(dir, "spool", "c1.jsonl"))
+	if !strings.Contains(string(spooled), `"tool_use_id":"toolu_1"`) {
+		t.Errorf("not spooled under the session: %q", spooled)
+	}
+}
+
+func TestPermissionRequestAnswers(t *testing.T) {
+	input := json.RawMessage(`{"command":"git push"}`)
+	for _, tt := range []struct {
+		v    api.Verdict
+		want string
+	}{
+		{api.Verdict{Effect: api.Allow, Input: input},
+			`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow","updatedInput":{"command":"git push"}}}}`},
+		{api.Verdict{Effect: api.Deny, RuleID: "ask-push", ReasonCode: "publishes", Message: "no"},
+			`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"no"}}}`},
+		{api.Verdict{Effect: api.Ask, ReasonCode: api.ReasonHandedToClaude}, ``},
+	} {
+		var out bytes.Buffer
+		writeAnswer(&out, "PermissionRequest", tt.v)
+		if got := strings.TrimSpace(out.String()); got != tt.want {
+			t.Errorf("%+v:\n got %s\nwant %s", tt.v, got, tt.want)
 		}
 	}
 }

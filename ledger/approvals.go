@@ -200,19 +200,35 @@ func settle(t *tx, a Approval, r Resolution) (Approval, Decision, error) {
 // or for a hand-off approval the call handed to Claude Code's dialog.
 func expire(t *tx, a Approval) (Approval, Decision, error) {
 	r := Resolution{Status: StatusExpired, Actor: ActorExpiry, ReasonCode: ReasonApprovalExpired}
-	if handOff, err := t.has(handOffKey(a.ID)); err != nil {
+	if ho, err := t.has(handOffKey(a.ID)); err != nil {
 		return a, Decision{}, err
-	} else if handOff {
-		r.ReasonCode = ReasonHandedToClaude
+	} else if ho {
+		return handOff(t, a, ActorExpiry)
 	}
 	return settle(t, a, r)
+}
+
+// handOff settles a hand-off approval without a decision in toolgate, and
+// records in the same transaction that nothing was written back.
+func handOff(t *tx, a Approval, actor string) (Approval, Decision, error) {
+	a, d, err := settle(t, a, Resolution{Status: StatusExpired, Actor: actor, ReasonCode: ReasonHandedToClaude})
+	if err != nil {
+		return a, d, err
+	}
+	wb := WriteBack{ToolUseID: a.ToolUseID, Effect: EffectAsk, ReasonCode: ReasonHandedToClaude}
+	if a.MatchedRule != nil {
+		wb.RuleID = *a.MatchedRule
+	}
+	_, err = writeBack(t, wb)
+	return a, d, err
 }
 
 // HandOff ends a pending hand-off approval before its time: the hook that
 // waited on it is gone (Claude Code's own dialog answered first, or the
 // hook was stopped), so nothing toolgate decides now could take effect.
 // The approval becomes expired with reason_code handed_to_claude and the
-// given actor; one that is not pending fails with a *TerminalError.
+// given actor, and the call's write-back says nothing was written back;
+// one that is not pending fails with a *TerminalError.
 func (l *Ledger) HandOff(ctx context.Context, approvalID, actor string) (Approval, Decision, error) {
 	type out struct {
 		a Approval
@@ -227,11 +243,11 @@ func (l *Ledger) HandOff(ctx context.Context, approvalID, actor string) (Approva
 		if !found {
 			return nil, fmt.Errorf("approval %s: %w", approvalID, ErrNotFound)
 		}
-		handOff, err := t.has(handOffKey(a.ID))
+		ho, err := t.has(handOffKey(a.ID))
 		if err != nil {
 			return nil, err
 		}
-		if !handOff {
+		if !ho {
 			return nil, fmt.Errorf("approval %s is not a hand-off approval", approvalID)
 		}
 		if a.Status != StatusPending {
@@ -239,7 +255,7 @@ func (l *Ledger) HandOff(ctx context.Context, approvalID, actor string) (Approva
 			t.get(decisionKey(a.ID), &d)
 			return out{a, d}, &TerminalError{Approval: a, Decision: &d}
 		}
-		a, d, err := settle(t, a, Resolution{Status: StatusExpired, Actor: actor, ReasonCode: ReasonHandedToClaude})
+		a, d, err := handOff(t, a, actor)
 		return out{a, d}, err
 	})
 	if v == nil {

@@ -222,3 +222,59 @@ func TestApprovalRecordMatchesTheSeedSchema(t *testing.T) {
 		t.Error("matched_rule must be present (null for the default)")
 	}
 }
+
+// A hand-off approval (an installed hook's PermissionRequest) that nobody
+// decides leaves the call to Claude Code's dialog: the record expires, the
+// decision says handed_to_claude, and the call is still an ask, not a
+// deny. An early HandOff does the same before its time; neither changes a
+// terminal record.
+func TestHandOffApprovals(t *testing.T) {
+	c := newClock()
+	l, _ := openTest(t, c)
+	mustPropose(t, l, "toolu_h1", `{"command":"touch x"}`)
+	mustPropose(t, l, "toolu_h2", `{"command":"touch y"}`)
+	for _, id := range []string{"toolu_h1", "toolu_h2"} {
+		if _, err := l.Decide(ctx, id, CallDecision{Effect: EffectAsk, RuleID: "ask-touch", ReasonCode: "needs_review", Source: "policy"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	timed, _, _ := l.CreateApproval(ctx, ApprovalRequest{ToolUseID: "toolu_h1", MatchedRule: "ask-touch", Timeout: time.Minute, HandOff: true})
+	early, _, _ := l.CreateApproval(ctx, ApprovalRequest{ToolUseID: "toolu_h2", MatchedRule: "ask-touch", Timeout: time.Minute, HandOff: true})
+
+	a, d, err := l.HandOff(ctx, early.ID, "system:hook_gone")
+	if err != nil || a.Status != StatusExpired || d.ReasonCode != ReasonHandedToClaude || d.Actor != "system:hook_gone" {
+		t.Fatalf("early hand-off: %+v %+v %v", a, d, err)
+	}
+	c.Add(time.Minute)
+	expired, err := l.ExpireDue(ctx, c.Now())
+	if err != nil || len(expired) != 1 || expired[0].Approval.ID != timed.ID || expired[0].Decision.ReasonCode != ReasonHandedToClaude {
+		t.Fatalf("expiry of a hand-off approval: %+v %v", expired, err)
+	}
+	for _, id := range []string{"toolu_h1", "toolu_h2"} {
+		call, _ := l.Call(ctx, id)
+		if d := call.Decision; d.Effect != EffectAsk || d.ReasonCode != ReasonHandedToClaude || d.Source != SourceClaude || d.RuleID != "ask-touch" {
+			t.Errorf("%s: call decision %+v, want an ask left to Claude Code", id, d)
+		}
+		if wb, err := l.WriteBackFor(ctx, id); err != nil || wb.WroteBack || wb.ReasonCode != ReasonHandedToClaude {
+			t.Errorf("%s: write-back %+v %v, want nothing written back", id, wb, err)
+		}
+	}
+	// Terminal stays terminal: neither a person nor a second hand-off.
+	if _, _, err := l.HandOff(ctx, early.ID, "system:hook_gone"); !IsTerminal(err) {
+		t.Errorf("a second hand-off: %v", err)
+	}
+	if _, _, err := l.Resolve(ctx, timed.ID, Resolution{Status: StatusApproved, Actor: "user:alice", ReasonCode: "x"}); !IsTerminal(err) {
+		t.Errorf("approve after the hand-off: %v", err)
+	}
+	// Only hand-off approvals can be handed off.
+	plain := ask(t, l, "toolu_plain", time.Minute)
+	if _, _, err := l.HandOff(ctx, plain.ID, "system:hook_gone"); err == nil {
+		t.Error("a plain approval was handed off")
+	}
+	if got, _ := l.Approval(ctx, plain.ID); got.Status != StatusPending {
+		t.Errorf("the plain approval: %+v", got)
+	}
+	if _, err := l.Verify(ctx); err != nil {
+		t.Errorf("verify: %v", err)
+	}
+}

@@ -211,9 +211,18 @@ func (d *Daemon) guard(next http.Handler) http.Handler {
 // is refused rather than buffered without end.
 const maxRequest = 32 << 20
 
+// decodeRequest decodes the request body into v. It reads the body to its
+// end: only then does the server watch the connection, so that a handler
+// that waits (a PermissionRequest, an approval) learns when its caller is
+// gone.
 func decodeRequest(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequest))
-	if err := dec.Decode(v); err != nil {
+	body := http.MaxBytesReader(w, r.Body, maxRequest)
+	dec := json.NewDecoder(body)
+	err := dec.Decode(v)
+	if err == nil {
+		_, err = io.Copy(io.Discard, body)
+	}
+	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", "request body: "+err.Error())
 		return false
 	}

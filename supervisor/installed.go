@@ -123,12 +123,13 @@ func (g *gate) permissionRequest(ctx context.Context, s *gateSession, ev gjson.R
 	if err != nil || v.Effect != api.Ask {
 		return &v, err
 	}
-	v, err = g.wait(ctx, v.ApprovalID)
+	id := v.ApprovalID
+	v, err = g.wait(ctx, id)
 	if errors.Is(err, errStillPending) {
 		// The hook is gone before anyone decided: Claude Code's dialog
 		// answered first, or the hook was stopped. Nothing decided now
 		// could take effect, so the approval ends here.
-		g.handOff(context.WithoutCancel(ctx), v.ApprovalID)
+		g.handOff(context.WithoutCancel(ctx), id)
 	}
 	return &v, err
 }
@@ -174,7 +175,6 @@ func (g *gate) handOff(ctx context.Context, approvalID string) {
 		return
 	}
 	g.log.Info("approval handed to Claude Code's dialog", "approval", a.ID, "tool_use_id", a.ToolUseID)
-	g.writeBack(ctx, a.ToolUseID, api.Verdict{Effect: api.Ask, ReasonCode: api.ReasonHandedToClaude, Source: api.SourceClaude})
 	g.publish(ctx, api.EventExpired, a)
 	g.broker.changed(a.ID)
 	g.rearm()

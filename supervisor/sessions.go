@@ -209,7 +209,7 @@ func (ss *sessions) active() int {
 
 func apiSession(rec ledger.Session) api.Session {
 	return api.Session{ID: rec.ID, PolicySHA256: rec.PolicySHA256, PolicyVersion: rec.PolicyVersion,
-		ClaudeSessionID: rec.ClaudeSessionID, Cwd: rec.Cwd, StartedAt: rec.StartedAt, EndedAt: rec.EndedAt}
+		ClaudeSessionID: rec.ClaudeSessionID, ClaudePID: rec.ClaudePID, Cwd: rec.Cwd, StartedAt: rec.StartedAt, EndedAt: rec.EndedAt}
 }
 
 // ruleTimeout is the approval_timeout of the rule with this id, if any.

@@ -83,6 +83,7 @@ type Session struct {
 	PolicySHA256    string     `json:"policy_sha256"`
 	PolicyVersion   int        `json:"policy_version"`
 	ClaudeSessionID string     `json:"claude_session_id,omitempty"`
+	ClaudePID       int        `json:"claude_pid,omitempty"`
 	Cwd             string     `json:"cwd"`
 	StartedAt       time.Time  `json:"started_at"`
 	EndedAt         *time.Time `json:"ended_at,omitempty"`
