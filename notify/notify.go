@@ -9,12 +9,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/godbus/dbus/v5"
+	"github.com/toolgate/toolgate/render"
 	"github.com/toolgate/toolgate/supervisor/api"
 )
 
@@ -31,6 +33,7 @@ type Notifier struct {
 	Log      io.Writer // one line per thing that happened
 
 	actions bool // the server supports actions
+	markup  bool // the server reads the body as markup: text must be escaped
 	mu      sync.Mutex
 	byID    map[string]uint32 // approval id -> notification id
 }
@@ -45,6 +48,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 	}
 	for _, c := range caps {
 		n.actions = n.actions || c == "actions"
+		n.markup = n.markup || c == "body-markup"
 	}
 	if !n.actions {
 		n.logf("the notification service has no actions: notifications say how to approve instead")
@@ -105,7 +109,7 @@ func (n *Notifier) show(ctx context.Context, d api.ApprovalDetail) {
 	if a.MatchedRule != nil {
 		rule = "rule " + *a.MatchedRule
 	}
-	body := fmt.Sprintf("%s\n%s asks; expires at %s", summary(a), rule, a.ExpiresAt.Local().Format("15:04"))
+	body := fmt.Sprintf("%s\n%s asks; expires at %s", render.Summary(a.ToolName, a.Input, 120), rule, a.ExpiresAt.Local().Format("15:04"))
 	var actions []string
 	if n.actions {
 		// Each action names its approval: a stale notification can never
@@ -113,6 +117,11 @@ func (n *Notifier) show(ctx context.Context, d api.ApprovalDetail) {
 		actions = []string{"approve:" + a.ID, "Approve", "deny:" + a.ID, "Deny"}
 	} else {
 		body += "\ntoolgate approve " + a.ID
+	}
+	if n.markup {
+		// The input is the model's: it must not become a link or hide
+		// text in the notification a person decides by.
+		body = html.EscapeString(body)
 	}
 	timeout := int32(max(time.Until(a.ExpiresAt).Milliseconds(), 1000))
 	var id uint32
@@ -174,13 +183,4 @@ func (n *Notifier) logf(format string, args ...any) {
 	if n.Log != nil {
 		fmt.Fprintf(n.Log, "toolgate notify: "+format+"\n", args...)
 	}
-}
-
-// summary is the input in one short line.
-func summary(a api.Approval) string {
-	s := strings.Join(strings.Fields(string(a.Input)), " ")
-	if len(s) > 120 {
-		s = s[:119] + "…"
-	}
-	return s
 }

@@ -23,6 +23,7 @@ import (
 type server struct {
 	conn    *dbus.Conn
 	actions bool
+	markup  bool // reads bodies as markup
 	mu      sync.Mutex
 	next    uint32
 	shown   map[uint32][]string // id -> actions
@@ -32,10 +33,14 @@ type server struct {
 }
 
 func (s *server) GetCapabilities() ([]string, *dbus.Error) {
+	caps := []string{"body"}
 	if s.actions {
-		return []string{"body", "actions"}, nil
+		caps = append(caps, "actions")
 	}
-	return []string{"body"}, nil
+	if s.markup {
+		caps = append(caps, "body-markup")
+	}
+	return caps, nil
 }
 
 func (s *server) Notify(app string, replaces uint32, icon, summary, body string, actions []string,
@@ -155,9 +160,14 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 // running starts a session bus, the notification server fixture, a daemon
 // with a session, and a Notifier, all for the length of the test.
 func running(t *testing.T, actions bool, timeout time.Duration, log io.Writer) (*server, *api.Client, *api.Client, string, context.Context) {
+	return runningWith(t, func(s *server) { s.actions = actions }, timeout, log)
+}
+
+func runningWith(t *testing.T, configure func(*server), timeout time.Duration, log io.Writer) (*server, *api.Client, *api.Client, string, context.Context) {
 	t.Helper()
 	addr := sessionBus(t)
-	srv := startServer(t, addr, actions)
+	srv := startServer(t, addr, false)
+	configure(srv)
 	gateClient, approver, session := gate(t, timeout)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -249,4 +259,21 @@ func (l *logLines) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// A server that reads bodies as markup gets the model's input escaped: it
+// can never become a link or hide text in what a person decides by.
+func TestMarkupIsEscaped(t *testing.T) {
+	srv, gateClient, _, session, _ := runningWith(t, func(s *server) { s.actions, s.markup = true, true }, time.Hour, nil)
+	_, err := gateClient.Prompt(context.Background(), api.PromptRequest{SessionID: session, ToolName: "Bash", ToolUseID: "t1",
+		Input: json.RawMessage(`{"command":"rm -rf ~ <b>ls</b> <a href=\"https://x\">safe</a>"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := receive(t, srv.notifed, "notification")
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if body := srv.bodies[id]; !strings.Contains(body, "rm -rf ~ &lt;b&gt;ls&lt;/b&gt; &lt;a href=&#34;https://x&#34;&gt;") {
+		t.Errorf("body %q", body)
+	}
 }

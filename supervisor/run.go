@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/policy"
 	"github.com/toolgate/toolgate/prompttool"
+	"github.com/toolgate/toolgate/render"
 	"github.com/toolgate/toolgate/supervisor/api"
 )
 
@@ -339,7 +340,7 @@ func (r *runner) announce(req prompttool.Request, v api.Verdict) {
 		left = "; expires in " + time.Until(*v.ExpiresAt).Round(time.Second).String()
 	}
 	fmt.Fprintf(r.cfg.Stderr, "toolgate: waiting for approval %s (%s: %s) — toolgate approve %s%s\n",
-		v.ApprovalID, req.ToolName, Summarize(req.ToolName, req.Input, 60), v.ApprovalID, left)
+		v.ApprovalID, req.ToolName, render.Summary(req.ToolName, req.Input, 60), v.ApprovalID, left)
 }
 
 // spoolDeny records a call denied without the daemon, as the hook does.

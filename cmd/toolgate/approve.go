@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate/supervisor"
+	"github.com/toolgate/toolgate/render"
 	"github.com/toolgate/toolgate/supervisor/api"
 	"github.com/urfave/cli/v2"
 )
@@ -105,7 +105,7 @@ func printApproval(w io.Writer, d api.ApprovalDetail) {
 	if a.MatchedRule != nil {
 		rule = "rule " + *a.MatchedRule
 	}
-	fmt.Fprintf(w, "%s  %s  %s: %s\n", a.ID, a.Status, a.ToolName, supervisor.Summarize(a.ToolName, a.Input, 60))
+	fmt.Fprintf(w, "%s  %s  %s: %s\n", a.ID, a.Status, a.ToolName, render.Summary(a.ToolName, a.Input, 60))
 	left := time.Until(a.ExpiresAt).Round(time.Second)
 	if a.Status == "pending" {
 		fmt.Fprintf(w, "    asked by %s (reason_code %s), session %s, expires in %s\n", rule, d.ReasonCode, a.SessionID, left)

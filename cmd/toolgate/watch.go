@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolgate/toolgate/supervisor"
+	"github.com/toolgate/toolgate/render"
 	"github.com/toolgate/toolgate/supervisor/api"
 	"github.com/urfave/cli/v2"
 )
@@ -129,7 +129,7 @@ func (w *watcher) line(what string, d api.ApprovalDetail) {
 		detail += " by " + d.Decision.Actor
 	}
 	fmt.Fprintf(w.out, "%s %-8s %s  %s: %s  (%s)\n", time.Now().Format("15:04:05"), what, a.ID,
-		a.ToolName, supervisor.Summarize(a.ToolName, a.Input, 40), detail)
+		a.ToolName, render.Summary(a.ToolName, a.Input, 40), detail)
 }
 
 func (w *watcher) printf(format string, args ...any) {

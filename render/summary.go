@@ -1,4 +1,4 @@
-package supervisor
+package render
 
 import (
 	"bytes"
@@ -8,10 +8,10 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Summarize renders a tool input on one line for a person: a Bash command
-// as the command, a file tool as its path, anything else as compact JSON;
-// at most n characters.
-func Summarize(tool string, input []byte, n int) string {
+// Summary shows a tool input on one line for a person: a Bash command as
+// the command, a file tool as its path, anything else as compact JSON; at
+// most n characters, control characters replaced.
+func Summary(tool string, input []byte, n int) string {
 	var s string
 	switch {
 	case tool == "Bash":
@@ -26,7 +26,7 @@ func Summarize(tool string, input []byte, n int) string {
 			s = string(input)
 		}
 	}
-	s = strings.Join(strings.Fields(s), " ")
+	s = printable(strings.Join(strings.Fields(s), " "))
 	if len([]rune(s)) > n {
 		s = string([]rune(s)[:n-1]) + "…"
 	}
