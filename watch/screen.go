@@ -1,0 +1,245 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/toolgate/toolgate/render"
+	"github.com/toolgate/toolgate/supervisor/api"
+)
+
+// Screen runs the full-screen approver on a terminal until the person
+// quits (q) or ctx ends.
+func Screen(ctx context.Context, c Client, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m := newModel(ctx, c)
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithAltScreen())
+	go follow(ctx, c, func(msg any) { p.Send(msg) })
+	_, err := p.Run()
+	if err == tea.ErrProgramKilled && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// model is the screen's state.
+type model struct {
+	ctx    context.Context
+	client Client
+	queue  queue
+	list   []api.ApprovalDetail // queue.list(), as shown
+	cursor string               // the selected approval's id
+	log    []string             // what happened, newest last
+	up     bool                 // the event stream is connected
+	down   string               // why it is not
+	reason textinput.Model      // the deny reason being typed, when focused
+	width  int
+	height int
+	now    time.Time
+}
+
+// decided is the answer to one of this screen's own decisions.
+type decided struct {
+	id, decision string
+	err          error
+}
+
+type tick time.Time
+
+func newModel(ctx context.Context, c Client) *model {
+	ti := textinput.New()
+	ti.Prompt = "deny, with a reason for the audit (Enter denies, Esc goes back): "
+	ti.CharLimit = 500
+	return &model{ctx: ctx, client: c, reason: ti, width: 80, height: 24, now: time.Now(), down: "connecting…"}
+}
+
+func (m *model) Init() tea.Cmd { return every() }
+
+func every() tea.Cmd { return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tick(t) }) }
+
+func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+	case tick:
+		m.now = time.Time(msg)
+		return m, every()
+	case connected:
+		m.up = msg.err == nil
+		if msg.err != nil {
+			m.down = "the daemon is not reachable; trying again…"
+		}
+	case api.WatchEvent:
+		m.event(msg)
+	case decided:
+		if msg.err != nil {
+			m.note(fmt.Sprintf("%s %s: %s", msg.decision, msg.id, decisionError(msg.err)))
+		}
+	case tea.KeyMsg:
+		return m, m.key(msg)
+	}
+	return m, nil
+}
+
+// event takes in one event from the daemon and says what happened.
+func (m *model) event(ev api.WatchEvent) {
+	m.queue.apply(ev)
+	m.list = m.queue.list()
+	if a := ev.Approval; a != nil {
+		what := ev.Type
+		switch {
+		case ev.Type == api.EventRequested:
+			what = "asked"
+			if m.cursor == "" {
+				m.cursor = a.Approval.ID
+			}
+		case a.Decision != nil:
+			what = a.Approval.Status + " by " + a.Decision.Actor
+		}
+		m.note(fmt.Sprintf("%s %s  %s: %s", what, a.Approval.ID, a.Approval.ToolName, render.Summary(a.Approval.ToolName, a.Approval.Input, 40)))
+	}
+	if m.selected() < 0 && len(m.list) > 0 {
+		m.cursor = m.list[0].Approval.ID
+	}
+	if len(m.list) == 0 && m.reason.Focused() {
+		m.reason.Blur()
+	}
+}
+
+func (m *model) note(s string) {
+	m.log = append(m.log, m.now.Format("15:04:05")+" "+s)
+	if len(m.log) > 50 {
+		m.log = m.log[len(m.log)-50:]
+	}
+}
+
+// selected is the index of the selected approval in the list, or -1.
+func (m *model) selected() int {
+	for i, d := range m.list {
+		if d.Approval.ID == m.cursor {
+			return i
+		}
+	}
+	return -1
+}
+
+func (m *model) key(k tea.KeyMsg) tea.Cmd {
+	if m.reason.Focused() {
+		switch k.Type {
+		case tea.KeyEnter:
+			m.reason.Blur()
+			return m.decide("deny", strings.TrimSpace(m.reason.Value()))
+		case tea.KeyEsc:
+			m.reason.Blur()
+			return nil
+		}
+		var cmd tea.Cmd
+		m.reason, cmd = m.reason.Update(k)
+		return cmd
+	}
+	i := m.selected()
+	switch k.String() {
+	case "q", "ctrl+c":
+		return tea.Quit
+	case "up", "k":
+		if i > 0 {
+			m.cursor = m.list[i-1].Approval.ID
+		}
+	case "down", "j":
+		if i >= 0 && i < len(m.list)-1 {
+			m.cursor = m.list[i+1].Approval.ID
+		}
+	case "a":
+		return m.decide("approve", "")
+	case "d":
+		if i >= 0 {
+			m.reason.SetValue("")
+			return m.reason.Focus()
+		}
+	}
+	return nil
+}
+
+// decide sends a decision on the selected approval, bound to its id: an
+// ask decided elsewhere meanwhile is refused by the daemon, never
+// another one decided instead.
+func (m *model) decide(decision, reason string) tea.Cmd {
+	i := m.selected()
+	if i < 0 {
+		return nil
+	}
+	id, ctx, c := m.list[i].Approval.ID, m.ctx, m.client
+	return func() tea.Msg {
+		_, err := c.Decide(ctx, id, api.DecideRequest{Decision: decision, Reason: reason})
+		return decided{id: id, decision: decision, err: err}
+	}
+}
+
+var (
+	bold  = lipgloss.NewStyle().Bold(true)
+	faint = lipgloss.NewStyle().Faint(true)
+	hi    = lipgloss.NewStyle().Reverse(true)
+)
+
+func (m *model) View() string {
+	w := max(m.width, 40)
+	var b strings.Builder
+	line := func(s string) { b.WriteString(ansi.Truncate(s, w, "…") + "\n") }
+	rule := faint.Render(strings.Repeat("─", w))
+	status := "connected"
+	if !m.up {
+		status = m.down
+	}
+	line(bold.Render(fmt.Sprintf("toolgate watch — %d waiting", len(m.list))) + "  " + faint.Render(status))
+	line(rule)
+	rows := max(3, min(len(m.list), (m.height-4)/3))
+	top := max(0, min(m.selected()-rows+1, len(m.list)-rows))
+	for j, d := range m.list {
+		if j < top || j >= top+rows {
+			continue
+		}
+		a := d.Approval
+		row := fmt.Sprintf(" %-8s %-14s %s", left(d, m.now), ansi.Truncate(a.ToolName, 14, "…"), render.Summary(a.ToolName, a.Input, w-27))
+		if a.ID == m.cursor {
+			row = hi.Render(ansi.Truncate(">"+row[1:], w, "…"))
+		}
+		line(row)
+	}
+	if len(m.list) == 0 {
+		line(faint.Render(" nothing is waiting; new asks show here"))
+	}
+	line(rule)
+	used := 3 + max(1, min(len(m.list), rows))
+	if i := m.selected(); i >= 0 {
+		d := m.list[i]
+		a := d.Approval
+		line(bold.Render(a.ID) + "  expires in " + left(d, m.now))
+		line(fmt.Sprintf("%s · reason_code %s · policy v%d", ruleOf(d), d.ReasonCode, a.PolicyVersion))
+		line(faint.Render("session " + a.SessionID))
+		body := render.Lines(a.ToolName, a.Input, w, max(3, m.height-used-10))
+		for _, l := range body {
+			line(l)
+		}
+		used += 3 + len(body)
+		line(rule)
+		used++
+	}
+	logRows := max(1, m.height-used-3)
+	for _, l := range m.log[max(0, len(m.log)-logRows):] {
+		line(faint.Render(l))
+	}
+	if m.reason.Focused() {
+		line(m.reason.View())
+	} else {
+		line(bold.Render("a") + " approve  " + bold.Render("d") + " deny  " + bold.Render("↑↓") + " select  " + bold.Render("q") + " quit")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
