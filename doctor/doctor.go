@@ -16,8 +16,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolgate/toolgate/install"
+	"github.com/toolgate/toolgate/policy"
 	"github.com/toolgate/toolgate/supervisor"
 	"github.com/toolgate/toolgate/supervisor/api"
+	"mvdan.cc/sh/v3/shell"
 )
 
 // Status of a check.
@@ -41,6 +44,7 @@ type Config struct {
 	Claude       string   // the claude executable as configured ("claude" on PATH by default)
 	Tested       []string // the Claude Code versions the end-to-end suite passed on
 	Cwd, Home    string
+	UserSettings string // Claude Code's user settings file
 	DBusAddress  string // DBUS_SESSION_BUS_ADDRESS
 	ApprovalWait time.Duration
 }
@@ -53,8 +57,8 @@ func Run(ctx context.Context, cfg Config) []Check {
 		checkSockets(cfg),
 		checkLedger(cfg),
 		checkTimeouts(cfg),
-		checkSettings(cfg, "user", filepath.Join(cfg.Home, ".claude", "settings.json")),
-		checkSettings(cfg, "project", filepath.Join(cfg.Cwd, ".claude", "settings.json")),
+		checkSettings(cfg, "user", cfg.UserSettings),
+		checkSettings(cfg, "project", install.ProjectSettings(cfg.Cwd)),
 		checkNotify(cfg),
 	}
 }
@@ -175,27 +179,68 @@ func checkTimeouts(cfg Config) Check {
 
 func checkSettings(cfg Config, scope, path string) Check {
 	c := Check{Name: scope + " settings", Status: OK}
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		c.Detail = path + ": none"
-		return c
-	}
-	if err != nil {
-		c.Status, c.Detail = Warn, err.Error()
-		return c
-	}
-	s := string(data)
+	entries, err := install.FindFile(path)
 	switch {
-	case strings.Contains(s, "toolgate-hook"):
-		c.Detail = path + ": toolgate's hook is installed"
-	case strings.Contains(s, `"PreToolUse"`):
+	case err != nil:
+		c.Status, c.Detail = Warn, err.Error()
+		c.Fix = "fix the file: Claude Code ignores a settings file it cannot read, toolgate's hook with it"
+		return c
+	case len(entries) == 0 && otherPreToolUse(path):
 		c.Status = Warn
 		c.Detail = path + ": other PreToolUse hooks run beside toolgate's"
 		c.Fix = "toolgate always answers explicitly, so another hook cannot loosen its decision; but run with --setting-sources user to keep project hooks out entirely"
-	default:
-		c.Detail = path + ": no hooks that concern toolgate"
+		return c
+	case len(entries) == 0:
+		c.Detail = path + ": toolgate's hook is not installed (toolgate install adds it)"
+		return c
 	}
+	if problem, fix := checkInstalled(cfg, entries); problem != "" {
+		c.Status, c.Detail, c.Fix = Fail, path+": "+problem, fix
+		return c
+	}
+	c.Detail = fmt.Sprintf("%s: toolgate's hook is installed (%d events): %s", path, len(entries), entries[0].Command)
 	return c
+}
+
+// checkInstalled checks toolgate's entries: every event is there, and the
+// hook and the policy the command names exist and load.
+func checkInstalled(cfg Config, entries []install.Entry) (problem, fix string) {
+	have := map[string]bool{}
+	for _, e := range entries {
+		have[e.Event] = true
+	}
+	for _, event := range install.Events {
+		if !have[event] {
+			return "toolgate's hook is missing for " + event, "run toolgate install again"
+		}
+	}
+	words, err := shell.Fields(entries[0].Command, func(name string) string {
+		if name == "CLAUDE_PROJECT_DIR" {
+			return cfg.Cwd // what Claude Code passes to the hook
+		}
+		return ""
+	})
+	if err != nil || len(words) == 0 {
+		return "the hook's command cannot be read", "run toolgate uninstall, then toolgate install"
+	}
+	if _, err := os.Stat(words[0]); err != nil {
+		return "the hook binary is missing: " + err.Error(), "build it (go build -o bin/ ./cmd/...) and run bin/toolgate install again"
+	}
+	for i, w := range words {
+		if w != "--policy" || i+1 == len(words) {
+			continue
+		}
+		if _, err := policy.Load(words[i+1]); err != nil {
+			return "the installed policy does not load (every call of those sessions is denied gate_unavailable): " + err.Error(),
+				"fix the policy (toolgate policy check " + words[i+1] + "), or run toolgate install --policy FILE"
+		}
+	}
+	return "", ""
+}
+
+func otherPreToolUse(path string) bool {
+	data, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(data), `"PreToolUse"`)
 }
 
 func checkNotify(cfg Config) Check {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/toolgate/toolgate/install"
 	"github.com/toolgate/toolgate/supervisor"
 )
 
@@ -28,6 +31,7 @@ func TestDoctor(t *testing.T) {
 	checks := byName(Run(context.Background(), Config{
 		Paths:  supervisor.Paths{RuntimeDir: rt, StateDir: filepath.Join(root, "state")},
 		Claude: "no-such-claude-here", Tested: []string{"2.1.332"}, Cwd: root, Home: home,
+		UserSettings: filepath.Join(home, ".claude", "settings.json"),
 	}))
 	for name, want := range map[string]string{"claude": Fail, "sockets": Fail, "daemon": OK, "ledger": OK,
 		"user settings": Warn, "project settings": OK, "notifications": Warn} {
@@ -37,5 +41,32 @@ func TestDoctor(t *testing.T) {
 		if c := checks[name]; c.Status != OK && c.Fix == "" {
 			t.Errorf("%s: a problem without a fix: %+v", name, c)
 		}
+	}
+}
+
+// An installed hook whose policy no longer loads fails the check, with the fix.
+func TestDoctorChecksTheInstalledHook(t *testing.T) {
+	root := t.TempDir()
+	hook := filepath.Join(root, "toolgate-hook")
+	os.WriteFile(hook, []byte("#!/bin/sh\n"), 0o700)
+	policyFile := filepath.Join(root, "policy.json")
+	os.WriteFile(policyFile, []byte(`{"version": 1, "default": "allow", "rules": []}`), 0o600)
+	settings := install.ProjectSettings(root)
+	opts := install.Options{Hook: hook, Policy: "policy.json", ApprovalTimeout: time.Minute}
+	if _, err := install.InstallFile(settings, opts); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Paths: supervisor.Paths{RuntimeDir: filepath.Join(root, "rt"), StateDir: root}, Claude: "no-such-claude-here",
+		Cwd: root, Home: root, UserSettings: filepath.Join(root, "none.json")}
+	if c := byName(Run(context.Background(), cfg))["project settings"]; c.Status != OK || !strings.Contains(c.Detail, "installed (6 events)") {
+		t.Errorf("a good install: %+v", c)
+	}
+	os.WriteFile(policyFile, []byte(`{"version": 1, "default": "perhaps"}`), 0o600)
+	if c := byName(Run(context.Background(), cfg))["project settings"]; c.Status != Fail || !strings.Contains(c.Fix, "toolgate policy check "+policyFile) {
+		t.Errorf("an invalid installed policy: %+v", c)
+	}
+	os.Remove(hook)
+	if c := byName(Run(context.Background(), cfg))["project settings"]; c.Status != Fail || !strings.Contains(c.Detail, "hook binary is missing") {
+		t.Errorf("a missing hook: %+v", c)
 	}
 }

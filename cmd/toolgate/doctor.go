@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolgate/toolgate/demo"
 	"github.com/toolgate/toolgate/doctor"
+	"github.com/toolgate/toolgate/install"
 	"github.com/toolgate/toolgate/supervisor"
 	"github.com/urfave/cli/v2"
 )
@@ -44,7 +45,7 @@ EXIT STATUS
 				}
 			}
 			checks := doctor.Run(cliCtx.Context, doctor.Config{Paths: gatePaths(""), Claude: claude, Tested: testedClaudeVersions,
-				Cwd: cwd, Home: home, DBusAddress: os.Getenv("DBUS_SESSION_BUS_ADDRESS"), ApprovalWait: supervisor.DefaultApprovalTimeout})
+				Cwd: cwd, Home: home, UserSettings: install.UserSettings(os.Getenv, home), DBusAddress: os.Getenv("DBUS_SESSION_BUS_ADDRESS"), ApprovalWait: supervisor.DefaultApprovalTimeout})
 			failed := false
 			for _, c := range checks {
 				failed = failed || c.Status == doctor.Fail
