@@ -100,9 +100,12 @@ func connect(t *testing.T, addr string) *dbus.Conn {
 	return conn
 }
 
-func startServer(t *testing.T, addr string, actions bool) *server {
-	s := &server{conn: connect(t, addr), actions: actions, shown: map[uint32][]string{}, bodies: map[uint32]string{},
+// startServer exports the fixture on the bus, configured first: once it is
+// exported, the bus's goroutines read it.
+func startServer(t *testing.T, addr string, configure func(*server)) *server {
+	s := &server{conn: connect(t, addr), shown: map[uint32][]string{}, bodies: map[uint32]string{},
 		closed: make(chan uint32, 16), notifed: make(chan uint32, 16)}
+	configure(s)
 	if err := s.conn.Export(s, path, iface); err != nil {
 		t.Fatal(err)
 	}
@@ -166,8 +169,7 @@ func running(t *testing.T, actions bool, timeout time.Duration, log io.Writer) (
 func runningWith(t *testing.T, configure func(*server), timeout time.Duration, log io.Writer) (*server, *api.Client, *api.Client, string, context.Context) {
 	t.Helper()
 	addr := sessionBus(t)
-	srv := startServer(t, addr, false)
-	configure(srv)
+	srv := startServer(t, addr, configure)
 	gateClient, approver, session := gate(t, timeout)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
