@@ -79,7 +79,11 @@ func (l *Ledger) commitLoop() {
 // others run again without it; when an operation does not fit in the
 // transaction, the ones before it are committed first.
 func (l *Ledger) commitBatch(batch []*op) {
-	if err := l.checkSpace(); err != nil {
+	err := l.broken
+	if err == nil {
+		err = l.checkSpace()
+	}
+	if err != nil {
 		for _, o := range batch {
 			o.done <- result{nil, &storeError{err}}
 		}
@@ -98,7 +102,7 @@ func (l *Ledger) commitBatch(batch []*op) {
 			batch = append(batch[:failed:failed], batch[failed+1:]...)
 			continue
 		}
-		if err := t.commit(); err != nil {
+		if err := l.commit(t); err != nil {
 			for _, o := range batch {
 				o.done <- result{nil, &storeError{fmt.Errorf("commit: %w", err)}}
 			}
@@ -130,20 +134,75 @@ func (l *Ledger) run(batch []*op) (t *tx, results []result, failed int, err erro
 
 // tx is the view an operation has of the batch's transaction.
 type tx struct {
-	txn   *badger.Txn
-	head  chainHead
-	now   time.Time
-	dirty bool // events were appended
+	txn     *badger.Txn
+	head    chainHead
+	now     time.Time
+	dirty   bool     // events were appended
+	changes []change // every set and delete, in order, for the journal
 }
 
-func (t *tx) commit() error {
+// commit makes a batch durable in the journal, then commits it to Badger.
+// A batch the journal holds but Badger refused stops the ledger: applying
+// it at the next Open is the only way to keep later batches consistent.
+func (l *Ledger) commit(t *tx) error {
 	if t.dirty {
 		if err := t.put(keyHead, t.head); err != nil {
 			t.txn.Discard()
 			return err
 		}
 	}
-	return t.txn.Commit()
+	if l.journal != nil && len(t.changes) > 0 {
+		if err := l.journalBatch(t.changes); err != nil {
+			t.txn.Discard()
+			return err
+		}
+	}
+	if err := t.txn.Commit(); err != nil {
+		if l.journal != nil && len(t.changes) > 0 {
+			l.broken = fmt.Errorf("the ledger stopped: a batch is in its journal but the store refused it (%v); restart toolgate serve to apply it", err)
+		}
+		return err
+	}
+	return nil
+}
+
+// journalBatch writes a batch's changes to the journal, starting a new
+// journal (a checkpoint) when they do not fit.
+func (l *Ledger) journalBatch(changes []change) error {
+	payload := l.journal.encode(changes)
+	if !l.journal.fits(len(payload)) {
+		if err := l.checkpoint(2 * int64(len(payload))); err != nil {
+			return err
+		}
+		payload = l.journal.encode(changes)
+	}
+	err := l.journal.append(payload)
+	if l.journal.failed != nil {
+		// A failed sync leaves the file's state unknown: stop, and let
+		// the next Open read what it holds.
+		l.broken = fmt.Errorf("the ledger stopped: %v; restart toolgate serve", l.journal.failed)
+	}
+	return err
+}
+
+// checkpoint makes everything Badger holds durable, then goes on with the
+// journal as the next generation, or with a new one of at least size bytes
+// when a record would not fit in it.
+func (l *Ledger) checkpoint(size int64) error {
+	if err := syncBadger(l.dir); err != nil {
+		return err
+	}
+	releaseMapped(l.dir) // the pages are clean now; failing to drop them costs memory only
+	if size <= l.journal.size {
+		return l.journal.recycle(l.journal.gen + 1)
+	}
+	next, err := createJournal(l.dir, l.journal.gen+1, size)
+	if err != nil {
+		return err
+	}
+	l.journal.close()
+	l.journal = next
+	return removeJournalsBefore(l.dir, next.gen)
 }
 
 // get decodes the value at key into v; it reports false when there is none.
@@ -187,16 +246,20 @@ func (t *tx) put(key string, v any) error {
 }
 
 func (t *tx) set(key string, b []byte) error {
-	if err := t.txn.Set([]byte(key), b); err != nil {
+	k := []byte(key)
+	if err := t.txn.Set(k, b); err != nil {
 		return &storeError{err}
 	}
+	t.changes = append(t.changes, change{key: k, val: b})
 	return nil
 }
 
 func (t *tx) del(key string) error {
-	if err := t.txn.Delete([]byte(key)); err != nil {
+	k := []byte(key)
+	if err := t.txn.Delete(k); err != nil {
 		return &storeError{err}
 	}
+	t.changes = append(t.changes, change{key: k, del: true})
 	return nil
 }
 

@@ -4,8 +4,13 @@
 // second process fails), so nothing of Badger crosses this package's API.
 //
 // Every write goes through one committer goroutine that batches concurrent
-// operations into one transaction and one fsync (group commit); an
-// operation returns only after its transaction is durable. The invariants
+// operations into one transaction (group commit); an operation returns only
+// after its transaction is durable. Durable means in the ledger's own
+// journal, fdatasynced: Badger runs without SyncWrites (two syncs a commit)
+// and the journal, applied again at Open, covers what a crash of the
+// machine could take from it (see journal.go). After a checkpoint the
+// ledger drops Badger's clean mapped pages from its resident memory
+// (resident.go). The invariants
 // (a tool_use_id is unique, an approval's status moves only from pending to
 // approved, denied or expired, an execution is recorded once) are checked
 // inside that transaction, so they hold whatever the callers do.
@@ -30,4 +35,10 @@
 //
 // Values are JSON documents whose field names are the wire names of the
 // seed's documents. The package must not import the policy engine.
+//
+// # Files
+//
+// Badger's own files, and journal-<generation>.wal: the batches made
+// durable since the last checkpoint (at most 8 MB, unless one batch is
+// larger), reused from one generation to the next.
 package ledger
