@@ -5,10 +5,17 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 
 	"github.com/toolgate/toolgate/supervisor"
 	"github.com/urfave/cli/v2"
 )
+
+// daemonMemoryLimit is the daemon's soft limit on Go's memory: without
+// it, the heap of a busy daemon grows to twice what it holds (GOGC), 76 MB
+// of anonymous memory after 100,000 calls instead of 37 MB; below it the
+// collector runs too often (32 MiB: 60% slower).
+const daemonMemoryLimit = 48 << 20
 
 func serveCommand() *cli.Command {
 	return &cli.Command{
@@ -19,6 +26,9 @@ $XDG_RUNTIME_DIR/toolgate/gate.sock (0600, in a 0700 directory) for the hook,
 the prompt tool, toolgate run and the CLI, and refuses other users. Run it
 under systemd (examples/systemd) or let toolgate run start it on demand: a
 daemon started that way exits after --idle-exit with no session.
+
+The daemon keeps its Go heap under a soft limit of 48 MiB (GOMEMLIMIT
+overrides it): after 100,000 calls it holds about 60 MB.
 
 With --background it starts a daemon detached from the terminal when none
 answers, waits until it is ready, and returns (toolgate install's hook does
@@ -41,6 +51,9 @@ EXIT STATUS
 		Action: func(cliCtx *cli.Context) error {
 			if cliCtx.Bool("background") {
 				return startDetached(cliCtx.Context, cliCtx.String("ledger"))
+			}
+			if os.Getenv("GOMEMLIMIT") == "" {
+				debug.SetMemoryLimit(daemonMemoryLimit)
 			}
 			cfg := supervisor.DaemonConfig{
 				Paths:    gatePaths(cliCtx.String("ledger")),
