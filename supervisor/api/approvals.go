@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -105,31 +103,31 @@ type WatchEvent struct {
 // Pending lists the pending approvals.
 func (c *Client) Pending(ctx context.Context) ([]ApprovalDetail, error) {
 	var r ApprovalsResponse
-	return r.Approvals, c.do(ctx, http.MethodGet, "/v1/approvals", nil, &r)
+	return r.Approvals, c.do(ctx, "GET", "/v1/approvals", nil, &r)
 }
 
 // Approval returns one approval with its decision and write-back.
 func (c *Client) Approval(ctx context.Context, id string) (ApprovalDetail, error) {
 	var d ApprovalDetail
-	return d, c.do(ctx, http.MethodGet, "/v1/approvals/"+url.PathEscape(id), nil, &d)
+	return d, c.do(ctx, "GET", "/v1/approvals/"+url.PathEscape(id), nil, &d)
 }
 
 // Decide approves or denies a pending approval.
 func (c *Client) Decide(ctx context.Context, id string, r DecideRequest) (ApprovalDetail, error) {
 	var d ApprovalDetail
-	return d, c.do(ctx, http.MethodPost, "/v1/approvals/"+url.PathEscape(id)+"/decide", r, &d)
+	return d, c.do(ctx, "POST", "/v1/approvals/"+url.PathEscape(id)+"/decide", r, &d)
 }
 
 // Wait waits on gate.sock until a person decides the approval or it
 // expires, and returns the verdict for the call.
 func (c *Client) Wait(ctx context.Context, id string) (Verdict, error) {
 	var v Verdict
-	return v, c.do(ctx, http.MethodPost, "/v1/approvals/"+url.PathEscape(id)+"/wait", struct{}{}, &v)
+	return v, c.do(ctx, "POST", "/v1/approvals/"+url.PathEscape(id)+"/wait", struct{}{}, &v)
 }
 
 // SetClaudePID tells the daemon which process is the session's claude.
 func (c *Client) SetClaudePID(ctx context.Context, session string, pid int) error {
-	return c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(session)+"/claude", ClaudePIDRequest{PID: pid}, nil)
+	return c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(session)+"/claude", ClaudePIDRequest{PID: pid}, nil)
 }
 
 // Watcher reads the events of GET /v1/watch.
@@ -138,24 +136,19 @@ type Watcher struct {
 	dec  *json.Decoder
 }
 
-// Watch opens the event stream; its first event is a snapshot.
+// Watch opens the event stream; its first event is a snapshot. It lasts
+// until ctx ends, Close, or the daemon ends it.
 func (c *Client) Watch(ctx context.Context) (*Watcher, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://toolgate/v1/watch", nil)
+	resp, err := c.roundTrip(ctx, "GET", "/v1/watch", nil)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set(HeaderProtocol, strconv.Itoa(ProtocolVersion))
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, &UnavailableError{SocketPath: c.SocketPath, Err: err}
+	if resp.status != 200 {
+		defer resp.body.Close()
+		data, _ := io.ReadAll(io.LimitReader(resp.body, 1<<20))
+		return nil, statusError(resp.status, data)
 	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		var e Error
-		json.NewDecoder(resp.Body).Decode(&e)
-		return nil, &StatusError{Status: resp.StatusCode, Err: e}
-	}
-	return &Watcher{body: resp.Body, dec: json.NewDecoder(bufio.NewReader(resp.Body))}, nil
+	return &Watcher{body: resp.body, dec: json.NewDecoder(bufio.NewReader(resp.body))}, nil
 }
 
 // Next returns the next event.

@@ -1,14 +1,11 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -21,23 +18,10 @@ type Client struct {
 	SocketPath string
 	// Timeout bounds each request; none when 0.
 	Timeout time.Duration
-
-	http *http.Client
 }
 
 // NewClient returns a client of the daemon listening on socketPath.
-func NewClient(socketPath string) *Client {
-	c := &Client{SocketPath: socketPath}
-	c.http = &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socketPath)
-		},
-		MaxIdleConns:      4,
-		DisableKeepAlives: false,
-	}}
-	return c
-}
+func NewClient(socketPath string) *Client { return &Client{SocketPath: socketPath} }
 
 // UnavailableError is a daemon that could not be reached.
 type UnavailableError struct {
@@ -78,37 +62,24 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
-	var body io.Reader
+	var body []byte
 	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
 			return err
 		}
-		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://toolgate"+path, body)
+	resp, err := c.roundTrip(ctx, method, path, body)
 	if err != nil {
 		return err
 	}
-	req.Header.Set(HeaderProtocol, strconv.Itoa(ProtocolVersion))
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
+	defer resp.body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.body, 64<<20))
 	if err != nil {
 		return &UnavailableError{SocketPath: c.SocketPath, Err: err}
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return &UnavailableError{SocketPath: c.SocketPath, Err: err}
-	}
-	if resp.StatusCode != http.StatusOK {
-		se := &StatusError{Status: resp.StatusCode}
-		if json.Unmarshal(data, &se.Err) != nil || se.Err.Message == "" {
-			se.Err = Error{Message: strings.TrimSpace(string(data)), Code: "http_" + strconv.Itoa(resp.StatusCode)}
-		}
-		return se
+	if resp.status != 200 {
+		return statusError(resp.status, data)
 	}
 	if out == nil {
 		return nil
@@ -116,34 +87,43 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	return json.Unmarshal(data, out)
 }
 
+// statusError is the daemon's error envelope of a failed request.
+func statusError(status int, data []byte) *StatusError {
+	se := &StatusError{Status: status}
+	if json.Unmarshal(data, &se.Err) != nil || se.Err.Message == "" {
+		se.Err = Error{Message: strings.TrimSpace(string(data)), Code: "http_" + strconv.Itoa(status)}
+	}
+	return se
+}
+
 // Status asks the daemon how it is.
 func (c *Client) Status(ctx context.Context) (StatusResponse, error) {
 	var r StatusResponse
-	return r, c.do(ctx, http.MethodGet, "/v1/status", nil, &r)
+	return r, c.do(ctx, "GET", "/v1/status", nil, &r)
 }
 
 // Register registers a session.
 func (c *Client) Register(ctx context.Context, r RegisterRequest) (Session, error) {
 	var s Session
-	return s, c.do(ctx, http.MethodPost, "/v1/sessions", r, &s)
+	return s, c.do(ctx, "POST", "/v1/sessions", r, &s)
 }
 
 // Session returns a session.
 func (c *Client) Session(ctx context.Context, id string) (Session, error) {
 	var s Session
-	return s, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &s)
+	return s, c.do(ctx, "GET", "/v1/sessions/"+url.PathEscape(id), nil, &s)
 }
 
 // EndSession marks a session ended.
 func (c *Client) EndSession(ctx context.Context, id string) (Session, error) {
 	var s Session
-	return s, c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/end", nil, &s)
+	return s, c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/end", nil, &s)
 }
 
 // SessionCalls lists the calls of one session.
 func (c *Client) SessionCalls(ctx context.Context, id string) ([]Call, error) {
 	var r CallsResponse
-	return r.Calls, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/calls", nil, &r)
+	return r.Calls, c.do(ctx, "GET", "/v1/sessions/"+url.PathEscape(id)+"/calls", nil, &r)
 }
 
 // Calls lists calls, of one session when sessionID is set.
@@ -153,17 +133,17 @@ func (c *Client) Calls(ctx context.Context, sessionID string) ([]Call, error) {
 	if sessionID != "" {
 		path += "?session=" + url.QueryEscape(sessionID)
 	}
-	return r.Calls, c.do(ctx, http.MethodGet, path, nil, &r)
+	return r.Calls, c.do(ctx, "GET", path, nil, &r)
 }
 
 // Hook forwards one hook event.
 func (c *Client) Hook(ctx context.Context, r HookRequest) (HookResponse, error) {
 	var out HookResponse
-	return out, c.do(ctx, http.MethodPost, "/v1/hook", r, &out)
+	return out, c.do(ctx, "POST", "/v1/hook", r, &out)
 }
 
 // Prompt asks the gate to decide one permission_prompt call.
 func (c *Client) Prompt(ctx context.Context, r PromptRequest) (Verdict, error) {
 	var v Verdict
-	return v, c.do(ctx, http.MethodPost, "/v1/prompt", r, &v)
+	return v, c.do(ctx, "POST", "/v1/prompt", r, &v)
 }

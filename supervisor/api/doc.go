@@ -2,7 +2,10 @@
 // and everything that talks to it: the hook binary, the permission-prompt
 // tool, toolgate run and the CLI. It holds the wire types, the routes, the
 // protocol version and the one client. It imports the standard library
-// only, so that the lean hook binary can link it.
+// only, and not net/http: the daemon serves with net/http, but the client
+// speaks HTTP/1.1 itself (http.go), so that the hook binary, spawned for
+// every tool call, starts without net/http's and crypto/tls's
+// initialisation.
 //
 // # Transport
 //
