@@ -20,7 +20,6 @@ import (
 	"github.com/toolgate/toolgate/policy"
 	"github.com/toolgate/toolgate/supervisor"
 	"github.com/toolgate/toolgate/supervisor/api"
-	"mvdan.cc/sh/v3/shell"
 )
 
 // Status of a check.
@@ -214,25 +213,20 @@ func checkInstalled(cfg Config, entries []install.Entry) (problem, fix string) {
 			return "toolgate's hook is missing for " + event, "run toolgate install again"
 		}
 	}
-	words, err := shell.Fields(entries[0].Command, func(name string) string {
-		if name == "CLAUDE_PROJECT_DIR" {
-			return cfg.Cwd // what Claude Code passes to the hook
-		}
-		return ""
-	})
-	if err != nil || len(words) == 0 {
+	program, args, err := install.Parse(entries[0].Command, cfg.Cwd) // Claude Code passes the project as $CLAUDE_PROJECT_DIR
+	if err != nil {
 		return "the hook's command cannot be read", "run toolgate uninstall, then toolgate install"
 	}
-	if _, err := os.Stat(words[0]); err != nil {
+	if _, err := os.Stat(program); err != nil {
 		return "the hook binary is missing: " + err.Error(), "build it (go build -o bin/ ./cmd/...) and run bin/toolgate install again"
 	}
-	for i, w := range words {
-		if w != "--policy" || i+1 == len(words) {
+	for i, w := range args {
+		if w != "--policy" || i+1 == len(args) {
 			continue
 		}
-		if _, err := policy.Load(words[i+1]); err != nil {
+		if _, err := policy.Load(args[i+1]); err != nil {
 			return "the installed policy does not load (every call of those sessions is denied gate_unavailable): " + err.Error(),
-				"fix the policy (toolgate policy check " + words[i+1] + "), or run toolgate install --policy FILE"
+				"fix the policy (toolgate policy check " + args[i+1] + "), or run toolgate install --policy FILE"
 		}
 	}
 	return "", ""

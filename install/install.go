@@ -20,9 +20,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+	"github.com/toolgate/toolgate/hook"
+	"mvdan.cc/sh/v3/shell"
 )
 
 // HookName is the hook program's name, by which toolgate's entries are known.
@@ -49,11 +52,11 @@ var Events = []string{"PreToolUse", "PermissionRequest", "PostToolUse", "PostToo
 // Command is the hook's command line. A relative policy is taken from the
 // project's directory, which Claude Code passes to hooks.
 func (o Options) Command() string {
-	policy := shellQuote(o.Policy)
+	policy := hook.ShellQuote(o.Policy)
 	if !filepath.IsAbs(o.Policy) {
-		policy = `"$CLAUDE_PROJECT_DIR"/` + shellQuote(filepath.ToSlash(o.Policy))
+		policy = `"$CLAUDE_PROJECT_DIR"/` + hook.ShellQuote(filepath.ToSlash(o.Policy))
 	}
-	return fmt.Sprintf("%s --policy %s --approval-timeout %s", shellQuote(o.Hook), policy, o.ApprovalTimeout)
+	return hook.CommandLine(o.Hook, "--policy", policy, "--approval-timeout", o.ApprovalTimeout.String())
 }
 
 // timeout is Claude Code's timeout for the event's hook, in seconds.
@@ -237,20 +240,46 @@ func find(doc []byte, event string) []hookAt {
 	return out
 }
 
-// isToolgate reports whether a hook command runs toolgate-hook: its first
-// word, quoted or not, names a program of that name.
+// isToolgate reports whether a hook command runs toolgate-hook.
 func isToolgate(command string) bool {
-	command = strings.TrimSpace(command)
-	var first string
-	switch {
-	case strings.HasPrefix(command, "'"):
-		first, _, _ = strings.Cut(command[1:], "'")
-	case strings.HasPrefix(command, `"`):
-		first, _, _ = strings.Cut(command[1:], `"`)
-	default:
-		first, _, _ = strings.Cut(command, " ")
+	program, _, err := Parse(command, "")
+	return err == nil && filepath.Base(program) == HookName
+}
+
+// Parse reads a hook command as the shell would run it: the program and its
+// arguments, past leading assignments (GOMAXPROCS=1) and exec, with
+// $CLAUDE_PROJECT_DIR as project (and no other variable) expanded.
+func Parse(command, project string) (program string, args []string, err error) {
+	words, err := shell.Fields(command, func(name string) string {
+		if name == "CLAUDE_PROJECT_DIR" {
+			return project
+		}
+		return ""
+	})
+	if err != nil {
+		return "", nil, err
 	}
-	return filepath.Base(first) == HookName
+	for len(words) > 0 && (words[0] == "exec" || assignment(words[0])) {
+		words = words[1:]
+	}
+	if len(words) == 0 {
+		return "", nil, fmt.Errorf("no program in %q", command)
+	}
+	return words[0], words[1:], nil
+}
+
+// assignment reports whether a word is NAME=value.
+func assignment(word string) bool {
+	name, _, ok := strings.Cut(word, "=")
+	if !ok || name == "" {
+		return false
+	}
+	for i, r := range name {
+		if r != '_' && !unicode.IsLetter(r) && !(i > 0 && unicode.IsDigit(r)) {
+			return false
+		}
+	}
+	return true
 }
 
 // gjsonKey joins path components, escaping what gjson and sjson read as syntax.
@@ -261,5 +290,3 @@ func gjsonKey(parts ...string) string {
 	}
 	return strings.Join(parts, ".")
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

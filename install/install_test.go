@@ -154,7 +154,7 @@ func TestIsToolgate(t *testing.T) {
 func TestCommandOfAProjectPolicy(t *testing.T) {
 	o := opts
 	o.Policy = "policies/team's.json"
-	want := `'/opt/toolgate/bin/toolgate-hook' --policy "$CLAUDE_PROJECT_DIR"/'policies/team'\''s.json' --approval-timeout 5m0s`
+	want := `GOMAXPROCS=1 exec '/opt/toolgate/bin/toolgate-hook' --policy "$CLAUDE_PROJECT_DIR"/'policies/team'\''s.json' --approval-timeout 5m0s`
 	if got := o.Command(); got != want {
 		t.Errorf("command:\n got %s\nwant %s", got, want)
 	}

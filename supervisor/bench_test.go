@@ -22,7 +22,9 @@ import (
 // spawning toolgate-hook with a PreToolUse event until it has printed its
 // answer (a real daemon, socket and durable ledger write behind it),
 // against spawning /bin/true, the floor, measured in the same run and
-// interleaved with it.
+// interleaved with it. Both get their stdin as a pipe holding the event,
+// as Claude Code gives it; the hook gets GOMAXPROCS=1, as its command line
+// (hook.CommandLine) gives it.
 func BenchmarkHookSpawn(b *testing.B) {
 	bin := filepath.Join(b.TempDir(), "toolgate-hook")
 	build := exec.Command("go", "build", "-o", bin, "../cmd/toolgate-hook")
@@ -37,7 +39,7 @@ func BenchmarkHookSpawn(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	env := append(os.Environ(), "TOOLGATE_SESSION="+s.ID, "TOOLGATE_SOCKET="+p.Socket())
+	env := append(os.Environ(), "TOOLGATE_SESSION="+s.ID, "TOOLGATE_SOCKET="+p.Socket(), "GOMAXPROCS=1")
 	var hook, floor []time.Duration
 	i := 0
 	for b.Loop() {
@@ -56,9 +58,16 @@ func BenchmarkHookSpawn(b *testing.B) {
 }
 
 func spawn(b *testing.B, bin string, env []string, stdin string, wantAnswer bool) time.Duration {
+	in, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	w.WriteString(stdin)
+	w.Close()
+	defer in.Close()
 	cmd := exec.Command(bin)
 	cmd.Env = env
-	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Stdin = in
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	start := time.Now()

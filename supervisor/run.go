@@ -9,10 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/toolgate/toolgate/hook"
 	"github.com/toolgate/toolgate/policy"
 	"github.com/toolgate/toolgate/prompttool"
 	"github.com/toolgate/toolgate/render"
@@ -169,8 +169,7 @@ func (r *runner) endOrphans(ctx context.Context) {
 // temporary directory: the prompt tool's token is never on a command line)
 // and returns claude's arguments: toolgate's, then the user's.
 func (r *runner) claudeArgs(dir string, host *prompttool.Host) ([]string, error) {
-	hook := shellQuote(r.cfg.Hook)
-	entry := []map[string]any{{"matcher": "*", "hooks": []map[string]any{{"type": "command", "command": hook, "timeout": HookTimeout}}}}
+	entry := []map[string]any{{"matcher": "*", "hooks": []map[string]any{{"type": "command", "command": hook.CommandLine(r.cfg.Hook), "timeout": HookTimeout}}}}
 	settings := map[string]any{"hooks": map[string]any{"PreToolUse": entry, "PostToolUse": entry,
 		"PostToolUseFailure": entry, "PostToolBatch": entry}}
 	// The CLI's own timeout for the prompt tool must be longer than any
@@ -189,8 +188,6 @@ func (r *runner) claudeArgs(dir string, host *prompttool.Host) ([]string, error)
 	args := []string{"--settings", settingsFile, "--mcp-config", mcpFile, "--permission-prompt-tool", PromptToolName}
 	return append(args, r.cfg.ClaudeArgs...), nil
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // watchDaemon brings the daemon back when it dies while claude runs. The
 // daemon lock tells whether it lives.
