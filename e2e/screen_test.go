@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,8 +72,9 @@ func (term *terminal) waitFor(t *testing.T, from int, parts ...string) int {
 }
 
 // toolgate watch on a terminal (a real pseudo-terminal, 80×24): it lists a
-// real gated session's ask; "a" approves it and the call runs; "d", a typed
-// reason and Enter deny the next one, whose note stays in the audit.
+// real gated session's ask; it reconnects by itself when the daemon is
+// killed and started again; "a" approves the ask and the call runs; "d", a
+// typed reason and Enter deny the next one, whose note stays in the audit.
 func TestWatchScreen(t *testing.T) {
 	w := newWorld(t)
 	l, wait := w.runAsync(runArgs{policy: askTouchPolicy, script: []modelscript.Step{
@@ -88,7 +90,16 @@ func TestWatchScreen(t *testing.T) {
 	defer watch.Process.Kill()
 	term := readTerminal(ptmx)
 	at := term.waitFor(t, 0, "toolgate watch — 1 waiting", first, "$ touch tui-approved.txt", "rule ask-touch · reason_code needs_review")
-	ptmx.Write([]byte("a"))
+	// The daemon dies while the ask waits: the screen says so, and
+	// reconnects by itself once toolgate run has started it again.
+	st, err := w.client().Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(st.PID, syscall.SIGKILL)
+	at = term.waitFor(t, at, "the daemon is not reachable")
+	at = term.waitFor(t, at, "connected")
+	ptmx.Write([]byte("a")) // the same approval: it survived the daemon
 	second := l.approvalID(t)
 	at = term.waitFor(t, at, "approved by user:", second, "$ touch tui-denied.txt")
 	ptmx.Write([]byte("d"))
