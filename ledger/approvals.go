@@ -122,32 +122,41 @@ func (l *Ledger) Resolve(ctx context.Context, approvalID string, r Resolution) (
 	if r.Actor == "" || r.ReasonCode == "" {
 		return Approval{}, Decision{}, fmt.Errorf("resolve: actor and reason_code are required")
 	}
+	return l.decideApproval(ctx, approvalID, func(t *tx, a Approval) (Approval, Decision, error) {
+		if !t.now.Before(a.ExpiresAt) {
+			a, d, err := expire(t, a)
+			if err != nil {
+				return a, d, err
+			}
+			return a, d, &TerminalError{Approval: a, Decision: &d}
+		}
+		return settle(t, a, r)
+	})
+}
+
+// decideApproval runs decide on a pending approval, in one transaction: an
+// unknown id is ErrNotFound, and one that is no longer pending a
+// *TerminalError with the decision that ended it.
+func (l *Ledger) decideApproval(ctx context.Context, id string, decide func(*tx, Approval) (Approval, Decision, error)) (Approval, Decision, error) {
 	type out struct {
 		a Approval
 		d Decision
 	}
 	v, err := l.write(ctx, func(t *tx) (any, error) {
 		var a Approval
-		found, err := t.get(approvalKey(approvalID), &a)
+		found, err := t.get(approvalKey(id), &a)
 		if err != nil {
 			return nil, err
 		}
 		if !found {
-			return nil, fmt.Errorf("approval %s: %w", approvalID, ErrNotFound)
+			return nil, fmt.Errorf("approval %s: %w", id, ErrNotFound)
 		}
 		if a.Status != StatusPending {
 			var d Decision
 			t.get(decisionKey(a.ID), &d)
 			return out{a, d}, &TerminalError{Approval: a, Decision: &d}
 		}
-		if !t.now.Before(a.ExpiresAt) {
-			a, d, err := expire(t, a)
-			if err != nil {
-				return nil, err
-			}
-			return out{a, d}, &TerminalError{Approval: a, Decision: &d}
-		}
-		a, d, err := settle(t, a, r)
+		a, d, err := decide(t, a)
 		return out{a, d}, err
 	})
 	if v == nil {
@@ -230,39 +239,16 @@ func handOff(t *tx, a Approval, actor string) (Approval, Decision, error) {
 // given actor, and the call's write-back says nothing was written back;
 // one that is not pending fails with a *TerminalError.
 func (l *Ledger) HandOff(ctx context.Context, approvalID, actor string) (Approval, Decision, error) {
-	type out struct {
-		a Approval
-		d Decision
-	}
-	v, err := l.write(ctx, func(t *tx) (any, error) {
-		var a Approval
-		found, err := t.get(approvalKey(approvalID), &a)
-		if err != nil {
-			return nil, err
-		}
-		if !found {
-			return nil, fmt.Errorf("approval %s: %w", approvalID, ErrNotFound)
-		}
+	return l.decideApproval(ctx, approvalID, func(t *tx, a Approval) (Approval, Decision, error) {
 		ho, err := t.has(handOffKey(a.ID))
 		if err != nil {
-			return nil, err
+			return a, Decision{}, err
 		}
 		if !ho {
-			return nil, fmt.Errorf("approval %s is not a hand-off approval", approvalID)
+			return a, Decision{}, fmt.Errorf("approval %s is not a hand-off approval", a.ID)
 		}
-		if a.Status != StatusPending {
-			var d Decision
-			t.get(decisionKey(a.ID), &d)
-			return out{a, d}, &TerminalError{Approval: a, Decision: &d}
-		}
-		a, d, err := handOff(t, a, actor)
-		return out{a, d}, err
+		return handOff(t, a, actor)
 	})
-	if v == nil {
-		return Approval{}, Decision{}, err
-	}
-	o := v.(out)
-	return o.a, o.d, err
 }
 
 // Expired is an approval that ExpireDue expired, with its decision.
