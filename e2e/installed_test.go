@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,40 @@ const installedPolicy = `{"version": 3, "default": "allow", "rules": [
   {"id": "ask-touch", "effect": "ask", "tool": "Bash", "input": {"command": {"command": [["touch"]]}}, "reason_code": "needs_review"},
   {"id": "deny-env", "effect": "deny", "tool": "Read", "input": {"file_path": {"const": ".env"}}, "reason_code": "secret_file"}
 ]}`
+
+// permissionPrompts reports whether the CLI under test has
+// --permission-prompts. 2.1.332 has it; 2.1.150 has not, and there claude
+// -p refuses a hook's ask at once, so no approval can be asked for: the
+// tests then check that, instead of the approval.
+var permissionPrompts = sync.OnceValue(func() bool {
+	out, _ := exec.Command(claudeBin, "--help").Output()
+	return strings.Contains(string(out), "--permission-prompts")
+})
+
+// interactiveStyle are the claude -p flags under which a hook's ask reaches
+// the PermissionRequest hook, where the CLI has them.
+func interactiveStyle() []string {
+	if permissionPrompts() {
+		return []string{"--permission-prompts", "none"}
+	}
+	return nil
+}
+
+// refusedAtOnce checks what a CLI without --permission-prompts does with a
+// hook's ask in -p: it refuses it with the hook's reason; nothing ran and
+// no approval was asked for.
+func (w *world) refusedAtOnce(t *testing.T, session string, model *modelscript.Server, id string) {
+	t.Helper()
+	seen := model.ToolResults()[id]
+	if !seen.IsError || !strings.Contains(seen.Text, "toolgate asks for approval") {
+		t.Errorf("the model saw %+v, want the CLI's refusal with toolgate's reason", seen)
+	}
+	for _, c := range w.audit(session) {
+		if c.ToolUseID == id && (c.Effect != "ask" || c.Executed || c.ApprovalID != "") {
+			t.Errorf("audit of %s: %+v, want an ask that nobody was asked about and that did not run", id, c)
+		}
+	}
+}
 
 // installProject installs the hook into the world's project, with the
 // policy kept in the project.
@@ -103,14 +138,23 @@ func TestInstalledHookGatesClaudeP(t *testing.T) {
 	done := make(chan struct{})
 	var res claudeResult
 	var code int
+	var model *modelscript.Server
 	go func() {
 		defer close(done)
-		res, code, _ = w.claudeP([]modelscript.Step{
+		res, code, model = w.claudeP([]modelscript.Step{
 			step(bash("toolu_inst_echo", "echo hello")),
 			step(modelscript.ToolUse{ID: "toolu_inst_env", Name: "Read", Input: map[string]string{"file_path": filepath.Join(w.project, ".env")}}),
 			step(bash("toolu_inst_ask", "touch approved.txt")),
-		}, nil, "--permission-prompts", "none")
+		}, nil, interactiveStyle()...)
 	}()
+	if !permissionPrompts() {
+		<-done
+		w.refusedAtOnce(t, res.SessionID, model, "toolu_inst_ask")
+		if calls := w.audit(res.SessionID); len(calls) != 3 {
+			t.Errorf("audit: %+v", calls)
+		}
+		return
+	}
 	a := w.pendingApproval()
 	if a.Approval.ToolUseID != "toolu_inst_ask" || a.Approval.MatchedRule == nil || *a.Approval.MatchedRule != "ask-touch" ||
 		a.Approval.PolicyVersion != 3 || a.ReasonCode != "needs_review" {
@@ -177,9 +221,13 @@ func TestInstalledHookGatesClaudeP(t *testing.T) {
 func TestInstalledHookHandsOffToClaude(t *testing.T) {
 	w := newWorld(t)
 	w.installProject("--approval-timeout", "2s")
-	res, code, model := w.claudeP([]modelscript.Step{step(bash("toolu_inst_late", "touch late.txt"))}, nil, "--permission-prompts", "none")
+	res, code, model := w.claudeP([]modelscript.Step{step(bash("toolu_inst_late", "touch late.txt"))}, nil, interactiveStyle()...)
 	if code != 0 {
 		t.Fatalf("claude -p exited %d: %+v", code, res)
+	}
+	if !permissionPrompts() {
+		w.refusedAtOnce(t, res.SessionID, model, "toolu_inst_late")
+		return
 	}
 	if _, err := os.Stat(filepath.Join(w.project, "late.txt")); err == nil {
 		t.Fatal("the call ran though nobody approved it")
@@ -221,13 +269,17 @@ func TestInstalledDetachedSelfApprovalIsRefused(t *testing.T) {
 	detached := `setsid sh -c 'for i in $(seq 1 100); do id=$(toolgate pending | awk "/^apr_/ {print \$1}" | head -n 1); ` +
 		`if [ -n "$id" ]; then toolgate approve "$id"; echo "exit $?"; exit 0; fi; sleep 0.2; done' > ` + log + ` 2>&1 < /dev/null &`
 	path := []string{"PATH=" + filepath.Dir(toolgateBin) + ":" + os.Getenv("PATH")}
-	res, code, _ := w.claudeP([]modelscript.Step{step(bash("toolu_inst_detach", detached)), step(bash("toolu_inst_next", "touch forged.txt"))},
-		path, "--permission-prompts", "none")
+	res, code, model := w.claudeP([]modelscript.Step{step(bash("toolu_inst_detach", detached)), step(bash("toolu_inst_next", "touch forged.txt"))},
+		path, interactiveStyle()...)
 	if code != 0 {
 		t.Fatalf("claude -p exited %d: %+v", code, res)
 	}
 	if _, err := os.Stat(filepath.Join(w.project, "forged.txt")); err == nil {
 		t.Fatal("the model approved its own call")
+	}
+	if !permissionPrompts() {
+		w.refusedAtOnce(t, res.SessionID, model, "toolu_inst_next") // nothing to approve, nothing ran
+		return
 	}
 	out, _ := os.ReadFile(log)
 	contains(t, "the detached process's output", string(out), "started by Claude Code", "exit 77")
