@@ -158,7 +158,11 @@ func (r *Report) Summary() string {
 		reasons = append(reasons, fmt.Sprintf("%s %d", reason, n))
 	}
 	sort.Strings(reasons)
-	s := fmt.Sprintf("toolgate: %d calls: %d allowed, %d denied", r.Counts.Calls, r.Counts.Allowed, r.Counts.Denied)
+	noun := "calls"
+	if r.Counts.Calls == 1 {
+		noun = "call"
+	}
+	s := fmt.Sprintf("toolgate: %d %s: %d allowed, %d denied", r.Counts.Calls, noun, r.Counts.Allowed, r.Counts.Denied)
 	if len(reasons) > 0 {
 		s += " (" + strings.Join(reasons, ", ") + ")"
 	}
