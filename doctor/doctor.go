@@ -16,7 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/godbus/dbus/v5"
 	"github.com/toolgate/toolgate/install"
+	"github.com/toolgate/toolgate/notify"
 	"github.com/toolgate/toolgate/policy"
 	"github.com/toolgate/toolgate/supervisor"
 	"github.com/toolgate/toolgate/supervisor/api"
@@ -58,7 +60,7 @@ func Run(ctx context.Context, cfg Config) []Check {
 		checkTimeouts(cfg),
 		checkSettings(cfg, "user", cfg.UserSettings),
 		checkSettings(cfg, "project", install.ProjectSettings(cfg.Cwd)),
-		checkNotify(cfg),
+		checkNotify(ctx, cfg),
 	}
 }
 
@@ -237,13 +239,33 @@ func otherPreToolUse(path string) bool {
 	return err == nil && strings.Contains(string(data), `"PreToolUse"`)
 }
 
-func checkNotify(cfg Config) Check {
+func checkNotify(ctx context.Context, cfg Config) Check {
 	c := Check{Name: "notifications"}
 	if cfg.DBusAddress == "" {
 		c.Status, c.Detail = Warn, "no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is unset): desktop notifications cannot be shown"
-		c.Fix = "approve from a terminal (toolgate pending / approve), or run in a desktop session"
+		c.Fix = "approve from a terminal (toolgate pending / approve / watch), or run in a desktop session"
 		return c
 	}
-	c.Status, c.Detail = OK, "D-Bus session bus at "+cfg.DBusAddress
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	bus, err := dbus.Connect(cfg.DBusAddress, dbus.WithContext(ctx))
+	if err != nil {
+		c.Status, c.Detail = Warn, "the D-Bus session bus at "+cfg.DBusAddress+" cannot be reached: "+err.Error()
+		c.Fix = "approve from a terminal (toolgate watch), or run toolgate notify in your desktop session"
+		return c
+	}
+	defer bus.Close()
+	svc, err := notify.Probe(ctx, bus)
+	switch {
+	case err != nil:
+		c.Status, c.Detail = Warn, err.Error()
+		c.Fix = "start a notification daemon (a desktop does; or dunst, mako), or approve from a terminal (toolgate watch)"
+	case !svc.Actions:
+		c.Status = Warn
+		c.Detail = fmt.Sprintf("%s %s shows notifications without buttons: they say how to approve instead", svc.Name, svc.Version)
+		c.Fix = "use a notification daemon with actions (most desktops'; dunst with a context menu), or approve with toolgate watch"
+	default:
+		c.Status, c.Detail = OK, fmt.Sprintf("%s %s on the session bus, with Approve/Deny buttons (toolgate notify)", svc.Name, svc.Version)
+	}
 	return c
 }

@@ -1,8 +1,10 @@
 package doctor
 
 import (
+	"bufio"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,5 +70,34 @@ func TestDoctorChecksTheInstalledHook(t *testing.T) {
 	os.Remove(hook)
 	if c := byName(Run(context.Background(), cfg))["project settings"]; c.Status != Fail || !strings.Contains(c.Detail, "hook binary is missing") {
 		t.Errorf("a missing hook: %+v", c)
+	}
+}
+
+// The notifications check asks the session bus for a notification service:
+// a bus without one is a warning, with where else to approve.
+func TestDoctorAsksTheBus(t *testing.T) {
+	if _, err := exec.LookPath("dbus-daemon"); err != nil {
+		t.Fatal("dbus-daemon is needed (Debian: apt-get install dbus)")
+	}
+	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--print-address", "--address", "unix:path="+filepath.Join(t.TempDir(), "bus"))
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	cfg := Config{Paths: supervisor.Paths{RuntimeDir: filepath.Join(root, "rt"), StateDir: root}, Claude: "no-such-claude-here",
+		Cwd: root, Home: root, UserSettings: filepath.Join(root, "none.json"), DBusAddress: strings.TrimSpace(addr)}
+	c := byName(Run(context.Background(), cfg))["notifications"]
+	if c.Status != Warn || !strings.Contains(c.Detail, "no notification service") || !strings.Contains(c.Fix, "toolgate watch") {
+		t.Errorf("a bus without a notification service: %+v", c)
+	}
+	cfg.DBusAddress = "unix:path=" + filepath.Join(root, "nobus")
+	if c := byName(Run(context.Background(), cfg))["notifications"]; c.Status != Warn || !strings.Contains(c.Detail, "cannot be reached") {
+		t.Errorf("a bus that is not there: %+v", c)
 	}
 }

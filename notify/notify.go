@@ -38,18 +38,40 @@ type Notifier struct {
 	byID    map[string]uint32 // approval id -> notification id
 }
 
+// Service is what the session bus's notification service says of itself.
+type Service struct {
+	Name, Vendor, Version string
+	Actions               bool // it shows buttons (Approve, Deny)
+	Markup                bool // it reads bodies as markup
+}
+
+// Probe asks the notification service on bus who it is and what it can do.
+func Probe(ctx context.Context, bus *dbus.Conn) (Service, error) {
+	obj := bus.Object(busName, path)
+	var s Service
+	var caps []string
+	if err := obj.CallWithContext(ctx, iface+".GetCapabilities", 0).Store(&caps); err != nil {
+		return s, fmt.Errorf("no notification service on the session bus: %w", err)
+	}
+	for _, c := range caps {
+		s.Actions = s.Actions || c == "actions"
+		s.Markup = s.Markup || c == "body-markup"
+	}
+	var spec string
+	if err := obj.CallWithContext(ctx, iface+".GetServerInformation", 0).Store(&s.Name, &s.Vendor, &s.Version, &spec); err != nil {
+		return s, fmt.Errorf("the notification service does not say who it is: %w", err)
+	}
+	return s, nil
+}
+
 // Run shows notifications until ctx ends.
 func (n *Notifier) Run(ctx context.Context) error {
 	n.byID = map[string]uint32{}
-	obj := n.Bus.Object(busName, path)
-	var caps []string
-	if err := obj.CallWithContext(ctx, iface+".GetCapabilities", 0).Store(&caps); err != nil {
-		return fmt.Errorf("no notification service on the session bus: %w", err)
+	svc, err := Probe(ctx, n.Bus)
+	if err != nil {
+		return err
 	}
-	for _, c := range caps {
-		n.actions = n.actions || c == "actions"
-		n.markup = n.markup || c == "body-markup"
-	}
+	n.actions, n.markup = svc.Actions, svc.Markup
 	if !n.actions {
 		n.logf("the notification service has no actions: notifications say how to approve instead")
 	}

@@ -279,3 +279,17 @@ func TestMarkupIsEscaped(t *testing.T) {
 		t.Errorf("body %q", body)
 	}
 }
+
+// Probe says who the notification service is and what it can do; doctor
+// reports it.
+func TestProbe(t *testing.T) {
+	addr := sessionBus(t)
+	startServer(t, addr, func(s *server) { s.actions = true })
+	svc, err := Probe(context.Background(), connect(t, addr))
+	if err != nil || svc.Name != "fixture" || svc.Version != "1" || !svc.Actions || svc.Markup {
+		t.Errorf("probe: %+v %v", svc, err)
+	}
+	if _, err := Probe(context.Background(), connect(t, sessionBus(t))); err == nil || !strings.Contains(err.Error(), "no notification service") {
+		t.Errorf("a bus without a notification service: %v", err)
+	}
+}
