@@ -1,16 +1,15 @@
 package doctor
 
 import (
-	"bufio"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/toolgate/toolgate/install"
+	"github.com/toolgate/toolgate/internal/dbustest"
 	"github.com/toolgate/toolgate/supervisor"
 )
 
@@ -76,22 +75,9 @@ func TestDoctorChecksTheInstalledHook(t *testing.T) {
 // The notifications check asks the session bus for a notification service:
 // a bus without one is a warning, with where else to approve.
 func TestDoctorAsksTheBus(t *testing.T) {
-	if _, err := exec.LookPath("dbus-daemon"); err != nil {
-		t.Fatal("dbus-daemon is needed (Debian: apt-get install dbus)")
-	}
-	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--print-address", "--address", "unix:path="+filepath.Join(t.TempDir(), "bus"))
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
 	root := t.TempDir()
 	cfg := Config{Paths: supervisor.Paths{RuntimeDir: filepath.Join(root, "rt"), StateDir: root}, Claude: "no-such-claude-here",
-		Cwd: root, Home: root, UserSettings: filepath.Join(root, "none.json"), DBusAddress: strings.TrimSpace(addr)}
+		Cwd: root, Home: root, UserSettings: filepath.Join(root, "none.json"), DBusAddress: dbustest.SessionBus(t)}
 	c := byName(Run(context.Background(), cfg))["notifications"]
 	if c.Status != Warn || !strings.Contains(c.Detail, "no notification service") || !strings.Contains(c.Fix, "toolgate watch") {
 		t.Errorf("a bus without a notification service: %+v", c)

@@ -1,7 +1,6 @@
 package notify
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+	"github.com/toolgate/toolgate/internal/dbustest"
 	"github.com/toolgate/toolgate/supervisor"
 	"github.com/toolgate/toolgate/supervisor/api"
 )
@@ -71,24 +71,7 @@ func (s *server) click(t *testing.T, id uint32, key string) {
 }
 
 // sessionBus starts a real dbus-daemon --session for the test.
-func sessionBus(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("dbus-daemon"); err != nil {
-		t.Fatal("dbus-daemon is needed (Debian: apt-get install dbus)")
-	}
-	sock := filepath.Join(t.TempDir(), "bus")
-	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--print-address", "--address", "unix:path="+sock)
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("dbus-daemon: %v", err)
-	}
-	return strings.TrimSpace(addr)
-}
+func sessionBus(t *testing.T) string { return dbustest.SessionBus(t) }
 
 func connect(t *testing.T, addr string) *dbus.Conn {
 	t.Helper()
