@@ -10,10 +10,6 @@ import (
 	"time"
 )
 
-// PinnedClaudeVersion is the Claude Code release toolgate's contract was
-// observed on and its end-to-end tests run against.
-const PinnedClaudeVersion = "2.1.332"
-
 // ClaudeCacheDir is where a Claude Code version is installed:
 // $XDG_CACHE_HOME/toolgate/claude-code/VERSION.
 func ClaudeCacheDir(version string) string {

@@ -21,9 +21,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/modelscript"
 	"github.com/toolgate/toolgate/supervisor"
-	"github.com/toolgate/toolgate/supervisor/api"
 )
 
 //go:embed policy.json
@@ -33,7 +33,7 @@ var demoPolicy []byte
 type Config struct {
 	Self        string // the toolgate executable
 	Claude      string // the claude executable
-	Paths       supervisor.Paths
+	Paths       api.Paths
 	AutoApprove time.Duration // approve the ask after this long; wait for a person when 0
 	Keep        bool          // keep the scratch project
 	Env         []string
@@ -170,26 +170,9 @@ func demoEnv(cfg Config, modelURL, home string) []string {
 // (it is the parent of toolgate run), so the daemon accepts its decision.
 func approver(ctx context.Context, cfg Config, askID string) {
 	client := api.NewClient(cfg.Paths.ApproveSocket())
-	var w *api.Watcher
-	for w == nil {
-		var err error
-		if w, err = client.Watch(ctx); err != nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(100 * time.Millisecond): // the daemon is starting
-			}
-		}
-	}
-	defer w.Close()
-	go func() { <-ctx.Done(); w.Close() }()
-	for {
-		ev, err := w.Next()
-		if err != nil {
-			return
-		}
-		for _, d := range append(ev.Pending, derefs(ev.Approval)...) {
-			if d.Approval.ToolUseID != askID || d.Approval.Status != "pending" {
+	api.Follow(ctx, client, func(c api.Change) {
+		for _, d := range c.Added {
+			if d.Approval.ToolUseID != askID {
 				continue
 			}
 			if cfg.AutoApprove <= 0 {
@@ -209,12 +192,5 @@ func approver(ctx context.Context, cfg Config, askID string) {
 				}
 			}(d.Approval.ID)
 		}
-	}
-}
-
-func derefs(d *api.ApprovalDetail) []api.ApprovalDetail {
-	if d == nil {
-		return nil
-	}
-	return []api.ApprovalDetail{*d}
+	})
 }

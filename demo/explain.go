@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/supervisor"
-	"github.com/toolgate/toolgate/supervisor/api"
 )
 
 // explain prints the session's audit, one sentence per call, and reports
@@ -19,7 +19,7 @@ func explain(w io.Writer, rep supervisor.Report, res Result, id ids) bool {
 		fmt.Fprintf(w, "      %s\n", sentence(c))
 	}
 	fmt.Fprintf(w, "\ntoolgate run exited %d: %s\n", res.RunExit, exitMeaning(res.RunExit))
-	ok := got[id.allow].Effect == api.Allow && got[id.allow].Executed &&
+	ok := got[id.allow].Effect == api.EffectAllow && got[id.allow].Executed &&
 		got[id.env].ReasonCode == "secret_file" && !got[id.env].Executed &&
 		got[id.pr].ReasonCode == api.ReasonSchemaInvalid && !got[id.pr].Executed &&
 		(got[id.ask].Source == api.SourcePerson || got[id.ask].Source == api.SourceExpiry)
@@ -46,7 +46,7 @@ func ran(c api.Call) string {
 // sentence says in one sentence what happened to a call.
 func sentence(c api.Call) string {
 	switch {
-	case c.Source == api.SourcePerson && c.Effect == api.Allow:
+	case c.Source == api.SourcePerson && c.Effect == api.EffectAllow:
 		return fmt.Sprintf("Rule %s asked a person; %s approved it, and only then did it run.", c.RuleID, c.Actor)
 	case c.Source == api.SourcePerson:
 		return fmt.Sprintf("Rule %s asked a person; %s denied it, so it never ran.", c.RuleID, c.Actor)
@@ -54,11 +54,11 @@ func sentence(c api.Call) string {
 		return "Rule " + c.RuleID + " asked a person, nobody answered in time, and the expiry denied it (exit 75 tells a cron job to retry)."
 	case c.ReasonCode == api.ReasonSchemaInvalid:
 		return "Its input broke the tool's JSON Schema (base must be a string, head is required), so the MCP server was never called."
-	case c.Effect == api.Deny && c.RuleID != "":
+	case c.Effect == api.EffectDeny && c.RuleID != "":
 		return fmt.Sprintf("Rule %s denied it before Claude Code could run it; the model was told the rule and reason_code, and not to retry.", c.RuleID)
-	case c.Effect == api.Deny:
+	case c.Effect == api.EffectDeny:
 		return "The policy's default denied it."
-	case c.Effect == api.Allow:
+	case c.Effect == api.EffectAllow:
 		return fmt.Sprintf("Rule %s allowed it; it was recorded before it ran, and ran exactly once.", c.RuleID)
 	}
 	return "It was proposed and never decided."

@@ -17,11 +17,11 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/daemon"
 	"github.com/toolgate/toolgate/install"
 	"github.com/toolgate/toolgate/notify"
 	"github.com/toolgate/toolgate/policy"
-	"github.com/toolgate/toolgate/supervisor"
-	"github.com/toolgate/toolgate/supervisor/api"
 )
 
 // Status of a check.
@@ -41,7 +41,7 @@ type Check struct {
 
 // Config says what to check.
 type Config struct {
-	Paths        supervisor.Paths
+	Paths        api.Paths
 	Claude       string   // the claude executable as configured ("claude" on PATH by default)
 	Tested       []string // the Claude Code versions the end-to-end suite passed on
 	Cwd, Home    string
@@ -102,7 +102,7 @@ func checkDaemon(ctx context.Context, cfg Config) Check {
 	switch {
 	case err == nil:
 		c.Status, c.Detail = OK, fmt.Sprintf("pid %d, protocol %d, %d active sessions, ledger %s", st.PID, st.Protocol, st.Sessions, st.Ledger)
-	case api.IsUnavailable(err) && !supervisor.DaemonAlive(cfg.Paths):
+	case api.IsUnavailable(err) && !daemon.Alive(cfg.Paths):
 		c.Status, c.Detail = OK, "not running (toolgate run starts it on demand)"
 	default:
 		c.Status, c.Detail = Fail, err.Error()
@@ -236,7 +236,7 @@ func checkInstalled(cfg Config, entries []install.Entry) (problem, fix string) {
 
 func otherPreToolUse(path string) bool {
 	data, err := os.ReadFile(path)
-	return err == nil && strings.Contains(string(data), `"PreToolUse"`)
+	return err == nil && strings.Contains(string(data), `"`+api.PreToolUse+`"`)
 }
 
 func checkNotify(ctx context.Context, cfg Config) Check {

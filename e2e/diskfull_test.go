@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/supervisor/api"
+	"github.com/toolgate/toolgate/api"
 )
 
 // TestDiskFull puts the ledger on a tiny filesystem (a tmpfs with a size

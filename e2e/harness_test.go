@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/modelscript"
 	"github.com/toolgate/toolgate/supervisor"
-	"github.com/toolgate/toolgate/supervisor/api"
 )
 
 // world is one isolated toolgate installation: its own XDG directories
@@ -69,8 +69,8 @@ func (w *world) env(model *modelscript.Server) []string {
 	return env
 }
 
-func (w *world) paths() supervisor.Paths {
-	return supervisor.Paths{RuntimeDir: filepath.Join(w.runtime, "toolgate"), StateDir: filepath.Join(w.root, "state", "toolgate")}
+func (w *world) paths() api.Paths {
+	return api.Paths{RuntimeDir: filepath.Join(w.runtime, "toolgate"), StateDir: filepath.Join(w.root, "state", "toolgate")}
 }
 
 func (w *world) client() *api.Client { return api.NewClient(w.paths().Socket()) }
@@ -195,7 +195,7 @@ func (w *world) start(a runArgs) (*exec.Cmd, *result, func(*exec.Cmd) result) {
 }
 
 // call returns the report's entry for a tool_use_id.
-func (r result) call(t *testing.T, id string) supervisor.ReportCall {
+func (r result) call(t *testing.T, id string) api.Call {
 	t.Helper()
 	for _, c := range r.report.Calls {
 		if c.ToolUseID == id {
@@ -203,7 +203,7 @@ func (r result) call(t *testing.T, id string) supervisor.ReportCall {
 		}
 	}
 	t.Fatalf("no call %s in the report: %+v", id, r.report.Calls)
-	return supervisor.ReportCall{}
+	return api.Call{}
 }
 
 // saw returns what the model saw as the result of a call.

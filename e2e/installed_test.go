@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/modelscript"
-	"github.com/toolgate/toolgate/supervisor/api"
 )
 
 // Sessions gated by toolgate install's hook: claude -p runs in a project
@@ -188,7 +188,7 @@ func TestInstalledHookGatesClaudeP(t *testing.T) {
 	}
 	for id, wc := range want {
 		c, ok := calls[id]
-		if !ok || c.Effect != wc.effect || c.ReasonCode != wc.reason || c.Source != wc.source || c.Executed != wc.executed || c.Executions > 1 {
+		if !ok || string(c.Effect) != wc.effect || c.ReasonCode != wc.reason || c.Source != wc.source || c.Executed != wc.executed || c.Executions > 1 {
 			t.Errorf("audit of %s: %+v, want %+v", id, c, wc)
 		}
 	}

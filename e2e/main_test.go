@@ -7,11 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-)
 
-// PinnedClaudeVersion is the Claude Code version toolgate's contract was
-// observed on (CONTRACT.md).
-const PinnedClaudeVersion = "2.1.332"
+	"github.com/toolgate/toolgate/claudecode"
+)
 
 // Set by TestMain for every test.
 var (
@@ -63,7 +61,7 @@ func installClaude() (string, error) {
 	}
 	version := os.Getenv("TOOLGATE_CLAUDE_VERSION")
 	if version == "" {
-		version = PinnedClaudeVersion
+		version = claudecode.PinnedVersion
 	}
 	cache := os.Getenv("XDG_CACHE_HOME")
 	if cache == "" {

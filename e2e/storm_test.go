@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/modelscript"
-	"github.com/toolgate/toolgate/supervisor/api"
 )
 
 const stormPolicy = `{"version": 1, "default": "deny", "rules": [

@@ -18,8 +18,8 @@
 // gate_unavailable: Claude Code treats a crash, bad output or a timeout as
 // "no verdict" and would let an auto-allowed call run.
 //
-// It may import only this package's dependencies: the api package, gjson,
-// sjson and the standard library (a test enforces it).
+// It may import only the api and claudecode packages, gjson, sjson and the
+// standard library (a test enforces it).
 //
 // Environment:
 //
@@ -33,20 +33,18 @@ package hook
 import (
 	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
-	"github.com/toolgate/toolgate/supervisor/api"
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/claudecode"
 )
 
 // MaxEvent bounds the event read from stdin. A larger one is denied.
@@ -66,10 +64,6 @@ const Timeout = 10 * time.Second
 // in Claude Code's settings twice as far beyond it.
 const PermissionMargin = 15 * time.Second
 
-// DefaultApprovalTimeout is how long an installed hook's PermissionRequest
-// waits for a person when --approval-timeout is not given.
-const DefaultApprovalTimeout = 5 * time.Minute
-
 // Process is what Main needs of its process.
 type Process struct {
 	Args           []string // the arguments after the program's name
@@ -83,11 +77,11 @@ type Process struct {
 
 // Main runs the hook and returns its exit status, which is always 0.
 func Main(p Process) (code int) {
-	event := "PreToolUse"
+	event := api.PreToolUse
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(p.Stderr, "toolgate-hook: internal error: %v\n", r)
-			writeAnswer(p.Stdout, event, unavailable())
+			writeAnswer(p.Stdout, event, api.Deny(api.ReasonGateUnavailable, api.SourceGate))
 		}
 	}()
 	raw, err := io.ReadAll(io.LimitReader(p.Stdin, MaxEvent+1))
@@ -127,22 +121,22 @@ func Main(p Process) (code int) {
 	switch {
 	case resp.Verdict != nil:
 		writeAnswer(p.Stdout, event, *resp.Verdict)
-	case event == "PreToolUse":
+	case event == api.PreToolUse:
 		return answerLocal(p, event, raw, fmt.Errorf("the daemon gave no verdict"))
 	}
 	return 0
 }
 
 // shapes are the events whose answer is not a PreToolUse's.
-var shapes = map[string]bool{"PostToolUse": true, "PostToolUseFailure": true, "PostToolBatch": true,
-	"PermissionRequest": true, "SessionEnd": true}
+var shapes = map[string]bool{api.PostToolUse: true, api.PostToolUseFailure: true, api.PostToolBatch: true,
+	api.PermissionRequest: true, api.SessionEnd: true}
 
 // parseFlags reads an installed hook's flags; it returns nil without them.
 func parseFlags(p Process) (*api.InstalledHook, error) {
 	fs := flag.NewFlagSet("toolgate-hook", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	policy := fs.String("policy", "", "the policy of sessions this installed hook gates")
-	timeout := fs.Duration("approval-timeout", DefaultApprovalTimeout, "how long a PermissionRequest waits for a person")
+	timeout := fs.Duration("approval-timeout", api.DefaultInstalledApprovalTimeout, "how long a PermissionRequest waits for a person")
 	if err := fs.Parse(p.Args); err != nil {
 		return nil, fmt.Errorf("bad arguments (reinstall with toolgate install): %w", err)
 	}
@@ -164,7 +158,7 @@ func parseFlags(p Process) (*api.InstalledHook, error) {
 // daemon starts one and asks again.
 func ask(p Process, event string, req api.HookRequest) (api.HookResponse, error) {
 	timeout := Timeout
-	if event == "PermissionRequest" && req.Installed != nil {
+	if event == api.PermissionRequest && req.Installed != nil {
 		timeout = time.Duration(req.Installed.ApprovalTimeout) + PermissionMargin
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -187,13 +181,6 @@ func socketPath(getenv func(string) string) string {
 	return filepath.Join(api.RuntimeDir(getenv), api.SocketName)
 }
 
-// unavailable is the verdict when the daemon cannot decide.
-func unavailable() api.Verdict {
-	v := api.Verdict{Effect: api.Deny, ReasonCode: api.ReasonGateUnavailable, Source: api.SourceGate}
-	v.Message = api.DenyMessage(v, "")
-	return v
-}
-
 // answerLocal answers without the daemon: a PreToolUse is denied
 // gate_unavailable, and a PermissionRequest gets no answer (Claude Code's
 // own dialog decides, or -p denies); every event is recorded in the spool
@@ -201,8 +188,8 @@ func unavailable() api.Verdict {
 func answerLocal(p Process, event string, raw []byte, cause error) int {
 	fmt.Fprintf(p.Stderr, "toolgate-hook: %v\n", cause)
 	spool(spoolPath(p.Getenv, raw), event, raw, cause)
-	if event == "PreToolUse" {
-		writeAnswer(p.Stdout, event, unavailable())
+	if event == api.PreToolUse {
+		writeAnswer(p.Stdout, event, api.Deny(api.ReasonGateUnavailable, api.SourceGate))
 	}
 	return 0
 }
@@ -220,100 +207,28 @@ func spoolPath(getenv func(string) string, raw []byte) string {
 	return filepath.Join(api.RuntimeDir(getenv), "spool", session+".jsonl")
 }
 
-// spool appends one JSON line about an event the daemon did not get.
+// spool records an event the daemon did not get in the session's spool
+// file, with the input when it is small, so that the daemon can put the
+// call in the audit once it is back.
 func spool(path, event string, raw []byte, cause error) {
 	if path == "" {
 		return
 	}
-	line, _ := sjson.SetBytes(nil, "time", time.Now().UTC().Format(time.RFC3339Nano))
-	line, _ = sjson.SetBytes(line, "hook_event_name", event)
-	line, _ = sjson.SetBytes(line, "reason_code", api.ReasonGateUnavailable)
-	line, _ = sjson.SetBytes(line, "error", cause.Error())
-	for _, key := range []string{"tool_use_id", "tool_name", "agent_id"} {
-		if v := gjson.GetBytes(raw, key); v.Type == gjson.String {
-			line, _ = sjson.SetBytes(line, key, v.Str)
-		}
+	ev := gjson.ParseBytes(raw)
+	line := api.SpoolLine{Time: time.Now().UTC(), Event: event, ReasonCode: api.ReasonGateUnavailable, Error: cause.Error(),
+		ToolUseID: ev.Get("tool_use_id").Str, ToolName: ev.Get("tool_name").Str, AgentID: ev.Get("agent_id").Str}
+	if in := ev.Get("tool_input"); in.IsObject() && len(in.Raw) <= maxSpooledInput {
+		line.Input = json.RawMessage(in.Raw)
 	}
-	// The input too, when it is small, so that the daemon can put the call
-	// in the audit once it is back.
-	if in := gjson.GetBytes(raw, "tool_input"); in.IsObject() && len(in.Raw) <= maxSpooledInput {
-		line, _ = sjson.SetRawBytes(line, "tool_input", []byte(in.Raw))
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if errors.Is(err, fs.ErrNotExist) && os.MkdirAll(filepath.Dir(path), 0o700) == nil {
-		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600) // no daemon ever ran here
-	}
-	if err != nil {
-		return
-	}
-	f.Write(append(line, '\n')) // one write: lines of concurrent hooks do not interleave
-	f.Close()
+	api.AppendSpool(path, line) // nowhere to report a failure: the deny stands
 }
 
-// writeAnswer prints the answer to an event. A PreToolUse always gets an
-// explicit decision, so that no other hook can loosen it (Claude Code
-// combines hooks as deny > defer > ask > allow). A PermissionRequest gets
-// allow (with the input to run) or deny, or nothing when toolgate hands
-// it to Claude Code's dialog. Other events get no output.
+// writeAnswer prints the answer to an event (claudecode.Answer).
 func writeAnswer(w io.Writer, event string, v api.Verdict) {
-	var out []byte
-	switch event {
-	case "PreToolUse":
-		out = preToolUseAnswer(v)
-	case "PermissionRequest":
-		out = permissionAnswer(v)
-	}
+	out := claudecode.Answer(event, v)
 	if out == nil {
 		return
 	}
 	w.Write(bytes.TrimSpace(out))
 	io.WriteString(w, "\n")
-}
-
-func preToolUseAnswer(v api.Verdict) []byte {
-	out, _ := sjson.SetBytes(nil, "hookSpecificOutput.hookEventName", "PreToolUse")
-	switch v.Effect {
-	case api.Allow:
-		out, _ = sjson.SetBytes(out, "hookSpecificOutput.permissionDecision", "allow")
-		out, _ = sjson.SetBytes(out, "hookSpecificOutput.permissionDecisionReason", "allowed by toolgate"+ruleSuffix(v))
-	case api.Ask:
-		out, _ = sjson.SetBytes(out, "hookSpecificOutput.permissionDecision", "ask")
-		out, _ = sjson.SetBytes(out, "hookSpecificOutput.permissionDecisionReason", "toolgate asks for approval"+ruleSuffix(v))
-	default:
-		out, _ = sjson.SetBytes(out, "hookSpecificOutput.permissionDecision", "deny")
-		out, _ = sjson.SetBytes(out, "hookSpecificOutput.permissionDecisionReason", denyText(v))
-	}
-	return out
-}
-
-func permissionAnswer(v api.Verdict) []byte {
-	out, _ := sjson.SetBytes(nil, "hookSpecificOutput.hookEventName", "PermissionRequest")
-	switch v.Effect {
-	case api.Allow:
-		out, _ = sjson.SetBytes(out, "hookSpecificOutput.decision.behavior", "allow")
-		if gjson.ValidBytes(v.Input) && gjson.ParseBytes(v.Input).IsObject() {
-			// Always the input itself: older CLIs refused an allow without it.
-			out, _ = sjson.SetRawBytes(out, "hookSpecificOutput.decision.updatedInput", v.Input)
-		}
-	case api.Deny:
-		out, _ = sjson.SetBytes(out, "hookSpecificOutput.decision.behavior", "deny")
-		out, _ = sjson.SetBytes(out, "hookSpecificOutput.decision.message", denyText(v))
-	default:
-		return nil
-	}
-	return out
-}
-
-func denyText(v api.Verdict) string {
-	if v.Message != "" {
-		return v.Message
-	}
-	return api.DenyMessage(v, "")
-}
-
-func ruleSuffix(v api.Verdict) string {
-	if v.RuleID == "" {
-		return " (reason_code " + v.ReasonCode + ")"
-	}
-	return " (rule " + v.RuleID + ")"
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
-	"github.com/toolgate/toolgate/supervisor/api"
 )
 
 // answer runs Main and returns its exit code, stdout and the decision.
@@ -94,7 +93,7 @@ func TestDependencies(t *testing.T) {
 	}
 	bad := []string{"github.com/dgraph-io/", "github.com/mark3labs/mcp-go", "github.com/santhosh-tekuri/jsonschema",
 		"github.com/toolgate/toolgate/policy", "github.com/toolgate/toolgate/ledger", "github.com/toolgate/toolgate/prompttool",
-		"github.com/toolgate/toolgate/supervisor\n", "github.com/urfave/cli", "mvdan.cc/sh",
+		"github.com/toolgate/toolgate/supervisor\n", "github.com/toolgate/toolgate/daemon\n", "github.com/urfave/cli", "mvdan.cc/sh",
 		"net/http\n", "crypto/tls\n"} // net/http's initialisation alone cost 0.3 ms a spawn
 	deps := string(out)
 	for _, b := range bad {
@@ -154,25 +153,5 @@ func TestInstalledHook(t *testing.T) {
 	spooled, _ := os.ReadFile(filepath.Join(dir, "spool", "c1.jsonl"))
 	if !strings.Contains(string(spooled), `"tool_use_id":"toolu_1"`) {
 		t.Errorf("not spooled under the session: %q", spooled)
-	}
-}
-
-func TestPermissionRequestAnswers(t *testing.T) {
-	input := json.RawMessage(`{"command":"git push"}`)
-	for _, tt := range []struct {
-		v    api.Verdict
-		want string
-	}{
-		{api.Verdict{Effect: api.Allow, Input: input},
-			`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow","updatedInput":{"command":"git push"}}}}`},
-		{api.Verdict{Effect: api.Deny, RuleID: "ask-push", ReasonCode: "publishes", Message: "no"},
-			`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"no"}}}`},
-		{api.Verdict{Effect: api.Ask, ReasonCode: api.ReasonHandedToClaude}, ``},
-	} {
-		var out bytes.Buffer
-		writeAnswer(&out, "PermissionRequest", tt.v)
-		if got := strings.TrimSpace(out.String()); got != tt.want {
-			t.Errorf("%+v:\n got %s\nwant %s", tt.v, got, tt.want)
-		}
 	}
 }

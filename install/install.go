@@ -24,16 +24,13 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
-	"github.com/toolgate/toolgate/hook"
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/claudecode"
 	"mvdan.cc/sh/v3/shell"
 )
 
 // HookName is the hook program's name, by which toolgate's entries are known.
 const HookName = "toolgate-hook"
-
-// HookTimeout is the timeout, in seconds, of every hook event but
-// PermissionRequest: the hook answers by itself long before it.
-const HookTimeout = 30
 
 // Options say what to install.
 type Options struct {
@@ -47,32 +44,29 @@ type Options struct {
 
 // Events are the hook events toolgate installs: the call before and after
 // it runs, the ask, and the session's end.
-var Events = []string{"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "PostToolBatch", "SessionEnd"}
+var Events = []string{api.PreToolUse, api.PermissionRequest, api.PostToolUse, api.PostToolUseFailure, api.PostToolBatch, api.SessionEnd}
 
 // Command is the hook's command line. A relative policy is taken from the
 // project's directory, which Claude Code passes to hooks.
 func (o Options) Command() string {
-	policy := hook.ShellQuote(o.Policy)
+	policy := claudecode.ShellQuote(o.Policy)
 	if !filepath.IsAbs(o.Policy) {
-		policy = `"$CLAUDE_PROJECT_DIR"/` + hook.ShellQuote(filepath.ToSlash(o.Policy))
+		policy = `"$CLAUDE_PROJECT_DIR"/` + claudecode.ShellQuote(filepath.ToSlash(o.Policy))
 	}
-	return hook.CommandLine(o.Hook, "--policy", policy, "--approval-timeout", o.ApprovalTimeout.String())
+	return claudecode.CommandLine(o.Hook, "--policy", policy, "--approval-timeout", o.ApprovalTimeout.String())
 }
 
 // timeout is Claude Code's timeout for the event's hook, in seconds.
 func (o Options) timeout(event string) int {
-	if event != "PermissionRequest" {
-		return HookTimeout
+	if event != api.PermissionRequest {
+		return claudecode.HookTimeout
 	}
 	return int(math.Ceil((o.ApprovalTimeout + 2*o.PermissionMargin).Seconds()))
 }
 
 // entry is the matcher group for one event.
 func (o Options) entry(event string) string {
-	hook, _ := sjson.Set(`{"type":"command"}`, "command", o.Command())
-	hook, _ = sjson.Set(hook, "timeout", o.timeout(event))
-	group, _ := sjson.SetRaw(`{"matcher":"*"}`, "hooks", "["+hook+"]")
-	return group
+	return claudecode.HookGroup(o.Command(), o.timeout(event))
 }
 
 // InvalidError is a settings document that is not valid JSON, or not an

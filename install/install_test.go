@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/claudecode"
 )
 
 var opts = Options{Hook: "/opt/toolgate/bin/toolgate-hook", Policy: "/home/u/.config/toolgate/policy.json",
@@ -58,7 +59,7 @@ func TestInstallRoundTrip(t *testing.T) {
 		if e.Command != opts.Command() {
 			t.Errorf("%s: command %q", e.Event, e.Command)
 		}
-		want := HookTimeout
+		want := claudecode.HookTimeout
 		if e.Event == "PermissionRequest" {
 			want = 330 // 5 min + 2 × 15 s
 		}

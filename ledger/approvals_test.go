@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/toolgate/toolgate/api"
 )
 
-func ask(t testing.TB, l *Ledger, id string, timeout time.Duration) Approval {
+func ask(t testing.TB, l *Ledger, id string, timeout time.Duration) api.Approval {
 	t.Helper()
 	mustPropose(t, l, id, `{"command":"git push origin main"}`)
-	a, existed, err := l.CreateApproval(ctx, ApprovalRequest{ToolUseID: id, MatchedRule: "ask-push", PolicyVersion: 3, Timeout: timeout})
+	a, existed, err := l.CreateApproval(ctx, id, ApprovalRequest{MatchedRule: "ask-push", PolicyVersion: 3, Timeout: timeout})
 	if err != nil || existed {
 		t.Fatalf("create approval: %v existed=%v", err, existed)
 	}
@@ -27,30 +28,30 @@ func TestApprovalLifecycle(t *testing.T) {
 	c := newClock()
 	l, _ := openTest(t, c)
 	a := ask(t, l, "toolu_1", 15*time.Minute)
-	if a.Status != StatusPending || !a.ExpiresAt.Equal(c.Now().Add(15*time.Minute)) || *a.MatchedRule != "ask-push" {
+	if a.Status != api.StatusPending || !a.ExpiresAt.Equal(c.Now().Add(15*time.Minute)) || *a.MatchedRule != "ask-push" {
 		t.Fatalf("record %+v", a)
 	}
 	// Asking again for the same call returns the same record.
-	again, existed, err := l.CreateApproval(ctx, ApprovalRequest{ToolUseID: "toolu_1", Timeout: time.Hour})
+	again, existed, err := l.CreateApproval(ctx, "toolu_1", ApprovalRequest{Timeout: time.Hour})
 	if err != nil || !existed || again.ID != a.ID || !again.ExpiresAt.Equal(a.ExpiresAt) {
 		t.Fatalf("second ask: %+v %v %v", again, existed, err)
 	}
 	if p, _ := l.Pending(ctx); len(p) != 1 || p[0].ID != a.ID {
 		t.Fatalf("pending: %v", p)
 	}
-	got, d, err := l.Resolve(ctx, a.ID, Resolution{Status: StatusApproved, Actor: "user:alice", ReasonCode: "ask-push"})
-	if err != nil || got.Status != StatusApproved || d.Actor != "user:alice" || d.Decision != StatusApproved {
+	got, d, err := l.Resolve(ctx, api.Decision{ApprovalID: a.ID, Decision: api.StatusApproved, Actor: "user:alice", ReasonCode: "ask-push"})
+	if err != nil || got.Status != api.StatusApproved || d.Actor != "user:alice" || d.Decision != api.StatusApproved {
 		t.Fatalf("approve: %+v %+v %v", got, d, err)
 	}
 	call, _ := l.Call(ctx, "toolu_1")
-	if call.Decision.Effect != EffectAllow || call.Decision.Source != "person" || call.Decision.ApprovalID != a.ID || call.Decision.RuleID != "ask-push" {
-		t.Errorf("call decision %+v", call.Decision)
+	if call.Effect != api.EffectAllow || call.Source != "person" || call.ApprovalID != a.ID || call.RuleID != "ask-push" {
+		t.Errorf("call decision %+v", call.Verdict)
 	}
 	// Terminal: neither approve nor deny changes it.
-	for _, status := range []string{StatusApproved, StatusDenied} {
-		_, _, err := l.Resolve(ctx, a.ID, Resolution{Status: status, Actor: "user:bob", ReasonCode: "x"})
+	for _, status := range []string{api.StatusApproved, api.StatusDenied} {
+		_, _, err := l.Resolve(ctx, api.Decision{ApprovalID: a.ID, Decision: status, Actor: "user:bob", ReasonCode: "x"})
 		var te *TerminalError
-		if !errors.As(err, &te) || te.Approval.Status != StatusApproved || te.Decision.Actor != "user:alice" {
+		if !errors.As(err, &te) || te.Approval.Status != api.StatusApproved || te.Decision.Actor != "user:alice" {
 			t.Errorf("%s after approve: %v", status, err)
 		}
 	}
@@ -61,7 +62,7 @@ func TestApprovalLifecycle(t *testing.T) {
 	if stored, _ := l.DecisionFor(ctx, a.ID); stored != d {
 		t.Errorf("decision document %+v", stored)
 	}
-	if _, _, err := l.Resolve(ctx, "apr_nope", Resolution{Status: StatusApproved, Actor: "u", ReasonCode: "x"}); !errors.Is(err, ErrNotFound) {
+	if _, _, err := l.Resolve(ctx, api.Decision{ApprovalID: "apr_nope", Decision: api.StatusApproved, Actor: "u", ReasonCode: "x"}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown id: %v", err)
 	}
 }
@@ -71,15 +72,15 @@ func TestLateApproveAfterExpiryIsRefused(t *testing.T) {
 	l, _ := openTest(t, c)
 	a := ask(t, l, "toolu_1", 5*time.Second)
 	c.Add(5 * time.Second) // exactly at expires_at: too late
-	_, _, err := l.Resolve(ctx, a.ID, Resolution{Status: StatusApproved, Actor: "user:alice", ReasonCode: "x"})
+	_, _, err := l.Resolve(ctx, api.Decision{ApprovalID: a.ID, Decision: api.StatusApproved, Actor: "user:alice", ReasonCode: "x"})
 	var te *TerminalError
-	if !errors.As(err, &te) || te.Approval.Status != StatusExpired || te.Decision.Actor != ActorExpiry ||
-		te.Decision.ReasonCode != ReasonApprovalExpired {
+	if !errors.As(err, &te) || te.Approval.Status != api.StatusExpired || te.Decision.Actor != api.ActorExpiry ||
+		te.Decision.ReasonCode != api.ReasonApprovalExpired {
 		t.Fatalf("late approve: %v", err)
 	}
 	call, _ := l.Call(ctx, "toolu_1")
-	if call.Decision.Effect != EffectDeny || call.Decision.ReasonCode != ReasonApprovalExpired || call.Decision.Source != "expiry" {
-		t.Errorf("call decision %+v", call.Decision)
+	if call.Effect != api.EffectDeny || call.ReasonCode != api.ReasonApprovalExpired || call.Source != "expiry" {
+		t.Errorf("call decision %+v", call.Verdict)
 	}
 }
 
@@ -98,7 +99,7 @@ func TestExpireDue(t *testing.T) {
 		t.Errorf("expiry order: %v", expired)
 	}
 	for _, e := range expired {
-		if e.Approval.Status != StatusExpired || e.Decision.Actor != ActorExpiry || e.Decision.ReasonCode != ReasonApprovalExpired {
+		if e.Approval.Status != api.StatusExpired || e.Decision.Actor != api.ActorExpiry || e.Decision.ReasonCode != api.ReasonApprovalExpired {
 			t.Errorf("expired %+v", e)
 		}
 	}
@@ -108,8 +109,10 @@ func TestExpireDue(t *testing.T) {
 	if again, _ := l.ExpireDue(ctx, c.Now()); len(again) != 0 {
 		t.Errorf("expired twice: %v", again)
 	}
-	if recs, _ := l.Approvals(ctx, ApprovalQuery{Status: StatusExpired}); len(recs) != 2 {
-		t.Errorf("query by status: %v", recs)
+	for _, id := range []string{"toolu_1", "toolu_3"} {
+		if a, err := l.ApprovalFor(ctx, id); err != nil || a.Status != api.StatusExpired {
+			t.Errorf("%s: %+v %v", id, a, err)
+		}
 	}
 }
 
@@ -140,11 +143,11 @@ func TestRacingDecisions(t *testing.T) {
 					}
 					return
 				}
-				status := StatusApproved
+				status := api.StatusApproved
 				if r%2 == 1 {
-					status = StatusDenied
+					status = api.StatusDenied
 				}
-				_, _, err := l.Resolve(ctx, id, Resolution{Status: status, Actor: fmt.Sprintf("user:p%d", r), ReasonCode: "x"})
+				_, _, err := l.Resolve(ctx, api.Decision{ApprovalID: id, Decision: status, Actor: fmt.Sprintf("user:p%d", r), ReasonCode: "x"})
 				if err == nil {
 					mu.Lock()
 					wins[i]++
@@ -158,8 +161,7 @@ func TestRacingDecisions(t *testing.T) {
 	wg.Wait()
 	l.ExpireDue(ctx, c.Now().Add(time.Hour))
 	decided := map[string]int{}
-	events, _ := l.Events(ctx, 0, 0)
-	for _, e := range events {
+	for _, e := range exported(t, l) {
 		if e.Kind == KindApprovalDecided {
 			decided[e.Subject]++
 		}
@@ -170,7 +172,7 @@ func TestRacingDecisions(t *testing.T) {
 		if err != nil || d.Decision != a.Status || decided[id] != 1 || wins[i] > 1 {
 			t.Errorf("%s: status %s, decision %+v, %d decided events, %d winning people", id, a.Status, d, decided[id], wins[i])
 		}
-		if (a.Status == StatusExpired) != (wins[i] == 0) {
+		if (a.Status == api.StatusExpired) != (wins[i] == 0) {
 			t.Errorf("%s: status %s but %d people won", id, a.Status, wins[i])
 		}
 	}
@@ -181,7 +183,7 @@ func TestApprovalRecordMatchesTheSeedSchema(t *testing.T) {
 	l, _ := openTest(t, c)
 	ask(t, l, "toolu_1", time.Minute)
 	mustPropose(t, l, "toolu_2", `{"file_path":".env"}`)
-	if _, _, err := l.CreateApproval(ctx, ApprovalRequest{ToolUseID: "toolu_2", PolicyVersion: 1, Timeout: time.Minute}); err != nil {
+	if _, _, err := l.CreateApproval(ctx, "toolu_2", ApprovalRequest{PolicyVersion: 1, Timeout: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	c.Add(time.Hour)
@@ -202,7 +204,7 @@ func TestApprovalRecordMatchesTheSeedSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	err = l.scan(ctx, "a/", func(_, val []byte) error {
+	err = l.store.Scan(ctx, "a/", "a/", func(_, val []byte) error {
 		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(val))
 		if err != nil {
 			return err
@@ -217,7 +219,7 @@ func TestApprovalRecordMatchesTheSeedSchema(t *testing.T) {
 		t.Fatalf("validated %d records: %v", n, err)
 	}
 	var a map[string]any
-	l.scan(ctx, "a/", func(_, val []byte) error { return json.Unmarshal(val, &a) })
+	l.store.Scan(ctx, "a/", "a/", func(_, val []byte) error { return json.Unmarshal(val, &a) })
 	if _, ok := a["matched_rule"]; !ok {
 		t.Error("matched_rule must be present (null for the default)")
 	}
@@ -234,44 +236,44 @@ func TestHandOffApprovals(t *testing.T) {
 	mustPropose(t, l, "toolu_h1", `{"command":"touch x"}`)
 	mustPropose(t, l, "toolu_h2", `{"command":"touch y"}`)
 	for _, id := range []string{"toolu_h1", "toolu_h2"} {
-		if _, err := l.Decide(ctx, id, CallDecision{Effect: EffectAsk, RuleID: "ask-touch", ReasonCode: "needs_review", Source: "policy"}); err != nil {
+		if _, err := l.Decide(ctx, id, api.Verdict{Effect: api.EffectAsk, RuleID: "ask-touch", ReasonCode: "needs_review", Source: "policy"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	timed, _, _ := l.CreateApproval(ctx, ApprovalRequest{ToolUseID: "toolu_h1", MatchedRule: "ask-touch", Timeout: time.Minute, HandOff: true})
-	early, _, _ := l.CreateApproval(ctx, ApprovalRequest{ToolUseID: "toolu_h2", MatchedRule: "ask-touch", Timeout: time.Minute, HandOff: true})
+	timed, _, _ := l.CreateApproval(ctx, "toolu_h1", ApprovalRequest{MatchedRule: "ask-touch", Timeout: time.Minute, HandOff: true})
+	early, _, _ := l.CreateApproval(ctx, "toolu_h2", ApprovalRequest{MatchedRule: "ask-touch", Timeout: time.Minute, HandOff: true})
 
-	a, d, err := l.HandOff(ctx, early.ID, "system:hook_gone")
-	if err != nil || a.Status != StatusExpired || d.ReasonCode != ReasonHandedToClaude || d.Actor != "system:hook_gone" {
+	a, d, err := l.HandOff(ctx, early.ID, api.ActorHookGone)
+	if err != nil || a.Status != api.StatusExpired || d.ReasonCode != api.ReasonHandedToClaude || d.Actor != "system:hook_gone" {
 		t.Fatalf("early hand-off: %+v %+v %v", a, d, err)
 	}
 	c.Add(time.Minute)
 	expired, err := l.ExpireDue(ctx, c.Now())
-	if err != nil || len(expired) != 1 || expired[0].Approval.ID != timed.ID || expired[0].Decision.ReasonCode != ReasonHandedToClaude {
+	if err != nil || len(expired) != 1 || expired[0].Approval.ID != timed.ID || expired[0].Decision.ReasonCode != api.ReasonHandedToClaude {
 		t.Fatalf("expiry of a hand-off approval: %+v %v", expired, err)
 	}
 	for _, id := range []string{"toolu_h1", "toolu_h2"} {
 		call, _ := l.Call(ctx, id)
-		if d := call.Decision; d.Effect != EffectAsk || d.ReasonCode != ReasonHandedToClaude || d.Source != SourceClaude || d.RuleID != "ask-touch" {
+		if d := call.Verdict; d.Effect != api.EffectAsk || d.ReasonCode != api.ReasonHandedToClaude || d.Source != api.SourceClaude || d.RuleID != "ask-touch" {
 			t.Errorf("%s: call decision %+v, want an ask left to Claude Code", id, d)
 		}
-		if wb, err := l.WriteBackFor(ctx, id); err != nil || wb.WroteBack || wb.ReasonCode != ReasonHandedToClaude {
+		if wb, err := l.WriteBackFor(ctx, id); err != nil || wb.WroteBack || wb.ReasonCode != api.ReasonHandedToClaude {
 			t.Errorf("%s: write-back %+v %v, want nothing written back", id, wb, err)
 		}
 	}
 	// Terminal stays terminal: neither a person nor a second hand-off.
-	if _, _, err := l.HandOff(ctx, early.ID, "system:hook_gone"); !IsTerminal(err) {
+	if _, _, err := l.HandOff(ctx, early.ID, api.ActorHookGone); !IsTerminal(err) {
 		t.Errorf("a second hand-off: %v", err)
 	}
-	if _, _, err := l.Resolve(ctx, timed.ID, Resolution{Status: StatusApproved, Actor: "user:alice", ReasonCode: "x"}); !IsTerminal(err) {
+	if _, _, err := l.Resolve(ctx, api.Decision{ApprovalID: timed.ID, Decision: api.StatusApproved, Actor: "user:alice", ReasonCode: "x"}); !IsTerminal(err) {
 		t.Errorf("approve after the hand-off: %v", err)
 	}
 	// Only hand-off approvals can be handed off.
 	plain := ask(t, l, "toolu_plain", time.Minute)
-	if _, _, err := l.HandOff(ctx, plain.ID, "system:hook_gone"); err == nil {
+	if _, _, err := l.HandOff(ctx, plain.ID, api.ActorHookGone); err == nil {
 		t.Error("a plain approval was handed off")
 	}
-	if got, _ := l.Approval(ctx, plain.ID); got.Status != StatusPending {
+	if got, _ := l.Approval(ctx, plain.ID); got.Status != api.StatusPending {
 		t.Errorf("the plain approval: %+v", got)
 	}
 	if _, err := l.Verify(ctx); err != nil {

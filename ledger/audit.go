@@ -12,7 +12,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/ledger/internal/store"
 )
 
 const (
@@ -34,17 +35,22 @@ func eventKey(seq uint64) string {
 
 // event appends an audit event about subject with the document data.
 func (t *tx) event(kind, subject string, data any) error {
+	if t.head == nil {
+		t.head = &chainHead{}
+		if _, err := t.Get(keyHead, t.head); err != nil {
+			return err
+		}
+	}
 	raw, err := json.Marshal(data)
 	if err != nil {
-		return &storeError{fmt.Errorf("encode event: %w", err)}
+		return &store.Error{Err: fmt.Errorf("encode event: %w", err)}
 	}
-	e := Event{Seq: t.head.Seq + 1, Time: t.now, Kind: kind, Subject: subject, Data: raw, PrevHash: t.head.Hash}
+	e := Event{Seq: t.head.Seq + 1, Time: t.Now(), Kind: kind, Subject: subject, Data: raw, PrevHash: t.head.Hash}
 	e.Hash = e.computeHash()
-	if err := t.put(eventKey(e.Seq), e); err != nil {
+	if err := t.Put(eventKey(e.Seq), e); err != nil {
 		return err
 	}
-	t.head = chainHead{Seq: e.Seq, Hash: e.Hash}
-	t.dirty = true
+	*t.head = chainHead{Seq: e.Seq, Hash: e.Hash}
 	return nil
 }
 
@@ -72,28 +78,11 @@ func (e *Event) computeHash() string {
 
 func (l *Ledger) readHead() (chainHead, error) {
 	var head chainHead
-	err := l.db.View(func(txn *badger.Txn) error {
-		_, err := getValue(txn, keyHead, &head)
-		return err
-	})
+	err := l.read(keyHead, &head)
+	if errors.Is(err, ErrNotFound) {
+		err = nil // an empty ledger
+	}
 	return head, err
-}
-
-// ChainError is the first broken link of the audit chain.
-type ChainError struct {
-	Seq     uint64 `json:"seq"`     // the event where the chain breaks
-	Problem string `json:"problem"` // modified, missing, out_of_order, broken_link, truncated
-	Detail  string `json:"detail"`
-}
-
-func (e *ChainError) Error() string {
-	return fmt.Sprintf("audit chain broken at event %d (%s): %s", e.Seq, e.Problem, e.Detail)
-}
-
-// VerifyResult summarises a chain that verified.
-type VerifyResult struct {
-	Events uint64 `json:"events"`
-	Head   string `json:"head"` // the hash of the last event
 }
 
 // chainChecker checks events one by one, in order.
@@ -105,52 +94,52 @@ func (c *chainChecker) check(keySeq uint64, e *Event) error {
 	want := c.prev.Seq + 1
 	switch {
 	case keySeq != 0 && keySeq != e.Seq:
-		return &ChainError{keySeq, "out_of_order", fmt.Sprintf("the event stored as %d says it is %d", keySeq, e.Seq)}
+		return &api.ChainError{Seq: keySeq, Problem: "out_of_order", Detail: fmt.Sprintf("the event stored as %d says it is %d", keySeq, e.Seq)}
 	case e.Seq > want:
-		return &ChainError{want, "missing", fmt.Sprintf("events %d to %d are missing", want, e.Seq-1)}
+		return &api.ChainError{Seq: want, Problem: "missing", Detail: fmt.Sprintf("events %d to %d are missing", want, e.Seq-1)}
 	case e.Seq < want:
-		return &ChainError{e.Seq, "out_of_order", fmt.Sprintf("event %d comes after %d", e.Seq, c.prev.Seq)}
+		return &api.ChainError{Seq: e.Seq, Problem: "out_of_order", Detail: fmt.Sprintf("event %d comes after %d", e.Seq, c.prev.Seq)}
 	case e.PrevHash != c.prev.Hash:
-		return &ChainError{e.Seq, "broken_link", "its prev_hash is not the hash of the event before it"}
+		return &api.ChainError{Seq: e.Seq, Problem: "broken_link", Detail: "its prev_hash is not the hash of the event before it"}
 	case e.computeHash() != e.Hash:
-		return &ChainError{e.Seq, "modified", "its content does not match its hash"}
+		return &api.ChainError{Seq: e.Seq, Problem: "modified", Detail: "its content does not match its hash"}
 	}
 	c.prev = chainHead{e.Seq, e.Hash}
 	return nil
 }
 
 // Verify walks the whole audit chain and reports the first broken link
-// (a modified, deleted or reordered event, or a cut-off tail) as a
-// *ChainError.
-func (l *Ledger) Verify(ctx context.Context) (VerifyResult, error) {
+// (a modified, deleted or reordered event, or a cut-off tail) as an
+// *api.ChainError.
+func (l *Ledger) Verify(ctx context.Context) (api.VerifyResult, error) {
 	var c chainChecker
 	head, err := l.readHead()
 	if err != nil {
-		return VerifyResult{}, err
+		return api.VerifyResult{}, err
 	}
-	err = l.scan(ctx, eventPrefix, func(key, val []byte) error {
+	err = l.store.Scan(ctx, eventPrefix, eventPrefix, func(key, val []byte) error {
 		var e Event
 		if err := json.Unmarshal(val, &e); err != nil {
 			seq := binary.BigEndian.Uint64(key[len(eventPrefix):])
-			return &ChainError{seq, "modified", "the event is not valid JSON"}
+			return &api.ChainError{Seq: seq, Problem: "modified", Detail: "the event is not valid JSON"}
 		}
 		return c.check(binary.BigEndian.Uint64(key[len(eventPrefix):]), &e)
 	})
 	if err != nil {
-		return VerifyResult{}, err
+		return api.VerifyResult{}, err
 	}
 	if c.prev != head {
-		return VerifyResult{}, &ChainError{c.prev.Seq + 1, "truncated",
-			fmt.Sprintf("the chain ends at event %d but the ledger's head is event %d", c.prev.Seq, head.Seq)}
+		return api.VerifyResult{}, &api.ChainError{Seq: c.prev.Seq + 1, Problem: "truncated",
+			Detail: fmt.Sprintf("the chain ends at event %d but the ledger's head is event %d", c.prev.Seq, head.Seq)}
 	}
-	return VerifyResult{Events: c.prev.Seq, Head: c.prev.Hash}, nil
+	return api.VerifyResult{Valid: true, Events: c.prev.Seq, Head: c.prev.Hash}, nil
 }
 
 // Export writes the audit chain as JSON lines, one event a line, exactly as
 // stored; VerifyExport checks such a file.
 func (l *Ledger) Export(ctx context.Context, w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	err := l.scan(ctx, eventPrefix, func(_, val []byte) error {
+	err := l.store.Scan(ctx, eventPrefix, eventPrefix, func(_, val []byte) error {
 		if _, err := bw.Write(val); err != nil {
 			return err
 		}
@@ -163,43 +152,21 @@ func (l *Ledger) Export(ctx context.Context, w io.Writer) error {
 }
 
 // VerifyExport checks an exported chain read from r.
-func VerifyExport(r io.Reader) (VerifyResult, error) {
+func VerifyExport(r io.Reader) (api.VerifyResult, error) {
 	var c chainChecker
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	for sc.Scan() {
 		var e Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return VerifyResult{}, &ChainError{c.prev.Seq + 1, "modified", "a line is not valid JSON"}
+			return api.VerifyResult{}, &api.ChainError{Seq: c.prev.Seq + 1, Problem: "modified", Detail: "a line is not valid JSON"}
 		}
 		if err := c.check(0, &e); err != nil {
-			return VerifyResult{}, err
+			return api.VerifyResult{}, err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return VerifyResult{}, err
+		return api.VerifyResult{}, err
 	}
-	return VerifyResult{Events: c.prev.Seq, Head: c.prev.Hash}, nil
-}
-
-// Events returns the audit events with seq > after, in order, at most limit
-// of them (all when limit is 0).
-func (l *Ledger) Events(ctx context.Context, after uint64, limit int) ([]Event, error) {
-	var out []Event
-	errStop := errors.New("stop")
-	err := l.scanFrom(ctx, eventPrefix, eventKey(after+1), func(_, val []byte) error {
-		var e Event
-		if err := json.Unmarshal(val, &e); err != nil {
-			return err
-		}
-		out = append(out, e)
-		if limit > 0 && len(out) >= limit {
-			return errStop
-		}
-		return nil
-	})
-	if errors.Is(err, errStop) {
-		err = nil
-	}
-	return out, err
+	return api.VerifyResult{Valid: true, Events: c.prev.Seq, Head: c.prev.Hash}, nil
 }

@@ -9,7 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/ledger/internal/store"
 )
 
 // fill writes n proposals and returns the ledger.
@@ -22,9 +23,9 @@ func fill(t testing.TB, n int) *Ledger {
 	return l
 }
 
-func chainError(t *testing.T, err error) *ChainError {
+func chainError(t *testing.T, err error) *api.ChainError {
 	t.Helper()
-	var ce *ChainError
+	var ce *api.ChainError
 	if !errors.As(err, &ce) {
 		t.Fatalf("want a *ChainError, got %v", err)
 	}
@@ -33,21 +34,13 @@ func chainError(t *testing.T, err error) *ChainError {
 
 // rawSet and rawDelete tamper with the store underneath the ledger.
 func rawSet(t *testing.T, l *Ledger, key string, val []byte) {
-	if err := l.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(key), val) }); err != nil {
+	if _, err := store.Write(ctx, l.store, func(tx *store.Tx) (struct{}, error) { return struct{}{}, tx.Set(key, val) }); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func rawGet(t *testing.T, l *Ledger, key string) []byte {
-	var out []byte
-	err := l.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get([]byte(key))
-		if err != nil {
-			return err
-		}
-		out, err = item.ValueCopy(nil)
-		return err
-	})
+	out, err := l.store.ReadRaw(key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +48,7 @@ func rawGet(t *testing.T, l *Ledger, key string) []byte {
 }
 
 func rawDelete(t *testing.T, l *Ledger, key string) {
-	if err := l.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(key)) }); err != nil {
+	if _, err := store.Write(ctx, l.store, func(tx *store.Tx) (struct{}, error) { return struct{}{}, tx.Delete(key) }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -150,7 +143,7 @@ func TestGroupCommitKeepsTheChain(t *testing.T) {
 			defer wg.Done()
 			for i := range 50 {
 				id := fmt.Sprintf("toolu_%d_%d", w, i)
-				if _, _, err := l.Propose(ctx, Proposal{ToolUseID: id, SessionID: "s", ToolName: "T", Input: json.RawMessage(`{}`)}); err != nil {
+				if _, _, err := l.Propose(ctx, api.Call{ToolUseID: id, SessionID: "s", ToolName: "T", Input: json.RawMessage(`{}`)}); err != nil {
 					t.Error(err)
 				}
 			}
@@ -163,32 +156,5 @@ func TestGroupCommitKeepsTheChain(t *testing.T) {
 	}
 	if calls, _ := l.Calls(ctx, CallQuery{}); len(calls) != 800 {
 		t.Errorf("%d calls", len(calls))
-	}
-}
-
-// TestOversizedBatchIsSplit runs one batch too big for one transaction:
-// the operations before the one that does not fit are committed first, and
-// every operation succeeds.
-func TestOversizedBatchIsSplit(t *testing.T) {
-	l, _ := openTest(t, nil)
-	value := strings.Repeat("x", 10<<10) // under the value threshold: counts fully
-	var batch []*op
-	for i := range 300 {
-		key := fmt.Sprintf("test/%d", i)
-		batch = append(batch, &op{done: make(chan result, 1), fn: func(t *tx) (any, error) {
-			if err := t.put(key, value); err != nil {
-				return nil, err
-			}
-			return i, t.event("test", key, value)
-		}})
-	}
-	l.commitBatch(batch) // the committer goroutine is idle: nothing else is submitted
-	for i, o := range batch {
-		if r := <-o.done; r.err != nil || r.val != i {
-			t.Fatalf("op %d: %v %v", i, r.val, r.err)
-		}
-	}
-	if res, err := l.Verify(ctx); err != nil || res.Events != 300 {
-		t.Fatalf("%+v %v", res, err)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/api"
 )
 
 // record1K is a call input of about 1 KB.
@@ -66,7 +68,7 @@ func BenchmarkDurableAppend(b *testing.B) {
 							return
 						}
 						id := "toolu_" + strconv.FormatInt(i, 10)
-						if _, _, err := l.Propose(ctx, Proposal{ToolUseID: id, SessionID: "s", ToolName: "Bash", Input: record1K}); err != nil {
+						if _, _, err := l.Propose(ctx, api.Call{ToolUseID: id, SessionID: "s", ToolName: "Bash", Input: record1K}); err != nil {
 							b.Error(err)
 							return
 						}
@@ -108,7 +110,7 @@ func BenchmarkLedger100k(b *testing.B) {
 				defer wg.Done()
 				for i := next.Add(1); i <= n; i = next.Add(1) {
 					id := "toolu_" + strconv.FormatInt(i, 10)
-					if _, _, err := l.Propose(ctx, Proposal{ToolUseID: id, SessionID: "s", ToolName: "Bash", Input: record1K}); err != nil {
+					if _, _, err := l.Propose(ctx, api.Call{ToolUseID: id, SessionID: "s", ToolName: "Bash", Input: record1K}); err != nil {
 						b.Error(err)
 						return
 					}

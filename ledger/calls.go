@@ -7,21 +7,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"time"
+
+	"github.com/toolgate/toolgate/api"
 )
 
 func callKey(toolUseID string) string { return "c/" + toolUseID }
 
 func sessionCallKey(sessionID, toolUseID string) string {
 	return "cs/" + sessionID + "/" + toolUseID
-}
-
-// Proposal is a tool call as the CLI proposed it.
-type Proposal struct {
-	ToolUseID string
-	SessionID string
-	AgentID   string
-	ToolName  string
-	Input     json.RawMessage // exactly as submitted
 }
 
 // InputSHA256 is the hash that decides whether two proposals of one
@@ -40,74 +34,157 @@ func InputSHA256(toolName string, input []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Propose records a proposed call durably. A tool_use_id is unique: a
-// repeat with the same input returns the existing call (existed is true)
-// with its state; a repeat with another input fails with a *ConflictError,
-// and the conflicting proposal is recorded in the audit.
-func (l *Ledger) Propose(ctx context.Context, p Proposal) (call Call, existed bool, err error) {
-	return l.Gate(ctx, p, func(Call, bool) (*CallDecision, *WriteBack) { return nil, nil })
+// Record records a proposed call (its ToolUseID, SessionID, AgentID,
+// ToolName and Input) with the verdict the gate reached for it, in one
+// durable transaction, and returns the call as recorded. The verdict is
+// recorded when the tool_use_id is new, or known but never decided nor run
+// (the daemon died in between); fresh reports that it was. Otherwise the
+// call is left as it was: it was decided before (or ran), and the caller
+// answers from what is recorded. A known tool_use_id proposed with another
+// input is recorded in the audit and fails with a *ConflictError. An empty
+// verdict records the proposal alone. With writeBack, a terminal verdict's
+// write-back is recorded in the same transaction: one fsync per call.
+func (l *Ledger) Record(ctx context.Context, c api.Call, v api.Verdict, writeBack bool) (call api.Call, fresh bool, err error) {
+	if c.ToolUseID == "" || c.SessionID == "" || c.ToolName == "" {
+		return api.Call{}, false, fmt.Errorf("propose: tool_use_id, session_id and tool_name are required")
+	}
+	if !json.Valid(c.Input) {
+		return api.Call{}, false, fmt.Errorf("propose: input is not valid JSON")
+	}
+	hash := InputSHA256(c.ToolName, c.Input)
+	v.UpdatedInput, v.ExpiresAt = nil, nil // the answer's, not the call's
+	type out struct {
+		call  api.Call
+		fresh bool
+	}
+	o, err := write(ctx, l, func(t *tx) (out, error) {
+		stored, existed, err := propose(t, c, hash)
+		if err != nil {
+			return out{stored, false}, err
+		}
+		if existed && (stored.Effect != "" || stored.Executions > 0) {
+			return out{stored, false}, nil
+		}
+		if v.Effect == "" {
+			return out{stored, !existed}, nil
+		}
+		if stored, err = decideCall(t, c.ToolUseID, v); err != nil {
+			return out{}, err
+		}
+		if writeBack && v.Effect.Terminal() {
+			if _, err := putWriteBack(t, api.WriteBackOf(c.ToolUseID, v)); err != nil {
+				return out{}, err
+			}
+		}
+		return out{stored, true}, nil
+	})
+	return o.call, o.fresh, err
 }
 
-// propose is Propose inside a transaction.
-func propose(t *tx, p Proposal, hash string) (Call, bool, error) {
-	var c Call
-	found, err := t.get(callKey(p.ToolUseID), &c)
+// Propose records a proposed call without a verdict; existed reports that
+// the tool_use_id was known (with this input).
+func (l *Ledger) Propose(ctx context.Context, c api.Call) (call api.Call, existed bool, err error) {
+	call, fresh, err := l.Record(ctx, c, api.Verdict{}, false)
+	return call, !fresh, err
+}
+
+// propose records a proposal inside a transaction, or finds it recorded.
+func propose(t *tx, p api.Call, hash string) (api.Call, bool, error) {
+	c, found, err := getCall(t, p.ToolUseID)
 	if err != nil {
-		return Call{}, false, err
+		return api.Call{}, false, err
 	}
 	if found && c.InputSHA256 == hash {
 		return c, true, nil
 	}
 	if found {
-		if err := t.event(KindCallConflict, p.ToolUseID, p); err != nil {
-			return Call{}, false, err
+		if err := t.event(KindCallConflict, p.ToolUseID, proposal(p)); err != nil {
+			return api.Call{}, false, err
 		}
 		return c, true, &ConflictError{Existing: c}
 	}
-	c = Call{ToolUseID: p.ToolUseID, SessionID: p.SessionID, AgentID: p.AgentID, ToolName: p.ToolName,
-		Input: p.Input, InputSHA256: hash, ProposedAt: t.now}
-	if err := t.put(callKey(c.ToolUseID), c); err != nil {
-		return Call{}, false, err
+	c = proposal(p)
+	c.InputSHA256, c.ProposedAt = hash, t.Now()
+	if err := t.Put(callKey(c.ToolUseID), c); err != nil {
+		return api.Call{}, false, err
 	}
-	if err := t.set(sessionCallKey(c.SessionID, c.ToolUseID), nil); err != nil {
-		return Call{}, false, err
+	if err := t.Set(sessionCallKey(c.SessionID, c.ToolUseID), nil); err != nil {
+		return api.Call{}, false, err
 	}
 	return c, false, t.event(KindCallProposed, c.ToolUseID, c)
 }
 
-// Decide records the decision that applied to a call. An ask may be
-// followed by a terminal decision; a terminal decision never changes (an
-// *AlreadyDecidedError carries the call with its decision).
-func (l *Ledger) Decide(ctx context.Context, toolUseID string, d CallDecision) (Call, error) {
-	v, err := l.write(ctx, func(t *tx) (any, error) {
-		return decideCall(t, toolUseID, d)
-	})
-	c, _ := v.(Call)
-	return c, err
+// proposal is what of p a proposal records.
+func proposal(p api.Call) api.Call {
+	return api.Call{ToolUseID: p.ToolUseID, SessionID: p.SessionID, AgentID: p.AgentID, ToolName: p.ToolName, Input: p.Input}
 }
 
-func decideCall(t *tx, toolUseID string, d CallDecision) (Call, error) {
-	var c Call
-	found, err := t.get(callKey(toolUseID), &c)
+// getCall reads a call inside a transaction.
+func getCall(t *tx, toolUseID string) (api.Call, bool, error) {
+	var raw json.RawMessage
+	found, err := t.Get(callKey(toolUseID), &raw)
+	if err != nil || !found {
+		return api.Call{}, found, err
+	}
+	c, err := decodeCall(raw)
+	return c, true, err
+}
+
+// decodeCall reads a stored call. Calls recorded before 2026-12-02 kept
+// their decision nested ("decision") and a failed run as failed_at; they
+// read as the same call.
+func decodeCall(raw []byte) (api.Call, error) {
+	var c api.Call
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return c, err
+	}
+	var old struct {
+		Decision *api.Verdict `json:"decision"`
+		FailedAt *time.Time   `json:"failed_at"`
+	}
+	if c.Effect == "" || (c.Executions > 0 && !c.Executed) {
+		json.Unmarshal(raw, &old)
+	}
+	if c.Effect == "" && old.Decision != nil {
+		c.Verdict = *old.Decision
+	}
+	if c.Executions > 0 && !c.Executed {
+		c.Executed = true
+		if old.FailedAt != nil {
+			c.Failed, c.ExecutedAt = true, old.FailedAt
+		}
+	}
+	return c, nil
+}
+
+// Decide records the verdict that applies to a call. An ask may be
+// followed by a terminal verdict; a terminal one never changes (an
+// *AlreadyDecidedError carries the call with its verdict).
+func (l *Ledger) Decide(ctx context.Context, toolUseID string, v api.Verdict) (api.Call, error) {
+	v.UpdatedInput, v.ExpiresAt = nil, nil
+	return write(ctx, l, func(t *tx) (api.Call, error) { return decideCall(t, toolUseID, v) })
+}
+
+func decideCall(t *tx, toolUseID string, v api.Verdict) (api.Call, error) {
+	c, found, err := getCall(t, toolUseID)
 	if err != nil {
-		return Call{}, err
+		return api.Call{}, err
 	}
 	if !found {
-		return Call{}, fmt.Errorf("decide %s: %w", toolUseID, ErrNotFound)
+		return api.Call{}, fmt.Errorf("decide %s: %w", toolUseID, ErrNotFound)
 	}
-	if c.Decision.Terminal() {
+	if c.Effect.Terminal() {
 		return c, &AlreadyDecidedError{Call: c}
 	}
-	if d.DecidedAt.IsZero() {
-		d.DecidedAt = t.now
+	if v.DecidedAt == nil {
+		now := t.Now()
+		v.DecidedAt = &now
 	}
-	c.Decision = &d
-	at := d.DecidedAt
-	c.DecidedAt = &at
-	if err := t.put(callKey(toolUseID), c); err != nil {
-		return Call{}, err
+	c.Verdict = v
+	if err := t.Put(callKey(toolUseID), c); err != nil {
+		return api.Call{}, err
 	}
-	return c, t.event(KindCallDecided, toolUseID, c.Decision)
+	return c, t.event(KindCallDecided, toolUseID, v)
 }
 
 // Execution is what PostToolUse (or its failure twin) reported.
@@ -120,44 +197,40 @@ type Execution struct {
 // tool_use_id; a second one is recorded in the audit and reported with a
 // *DuplicateExecutionError, never silently accepted. An execution without
 // a recorded allow is recorded all the same: the audit must show it.
-func (l *Ledger) RecordExecution(ctx context.Context, toolUseID string, e Execution) (Call, error) {
-	v, err := l.write(ctx, func(t *tx) (any, error) {
-		var c Call
-		found, err := t.get(callKey(toolUseID), &c)
+func (l *Ledger) RecordExecution(ctx context.Context, toolUseID string, e Execution) (api.Call, error) {
+	return write(ctx, l, func(t *tx) (api.Call, error) {
+		c, found, err := getCall(t, toolUseID)
 		if err != nil {
-			return nil, err
+			return api.Call{}, err
 		}
 		if !found {
-			return nil, fmt.Errorf("record execution of %s: %w", toolUseID, ErrNotFound)
+			return api.Call{}, fmt.Errorf("record execution of %s: %w", toolUseID, ErrNotFound)
 		}
 		c.Executions++
 		kind := KindCallExecuted
-		switch {
-		case c.Executions > 1:
+		if c.Executions > 1 {
 			kind = KindExecutionDuplicate
-		case e.Failed:
-			kind = KindCallFailed
-			at := t.now
-			c.FailedAt, c.Outcome = &at, e.Outcome
-		default:
-			at := t.now
-			c.ExecutedAt, c.Outcome = &at, e.Outcome
+		} else {
+			now := t.Now()
+			c.Executed, c.Failed, c.ExecutedAt, c.Outcome = true, e.Failed, &now, e.Outcome
+			if e.Failed {
+				kind = KindCallFailed
+			}
 		}
-		if err := t.put(callKey(toolUseID), c); err != nil {
-			return nil, err
+		if err := t.Put(callKey(toolUseID), c); err != nil {
+			return api.Call{}, err
 		}
 		if err := t.event(kind, toolUseID, execEvent{toolUseID, c.Executions, e.Failed, e.Outcome}); err != nil {
-			return nil, err
+			return api.Call{}, err
 		}
 		if c.Executions > 1 {
 			return c, &DuplicateExecutionError{Call: c}
 		}
 		return c, nil
 	})
-	c, _ := v.(Call)
-	return c, err
 }
 
+// execEvent is the audit's record of one execution.
 type execEvent struct {
 	ToolUseID string `json:"tool_use_id"`
 	Execution int    `json:"execution"`
@@ -169,35 +242,36 @@ func writeBackKey(toolUseID string) string { return "w/" + toolUseID }
 
 // RecordWriteBack records what the gate answered for a call. The first
 // write-back of a tool_use_id stands; a later one returns it unchanged.
-func (l *Ledger) RecordWriteBack(ctx context.Context, w WriteBack) (WriteBack, error) {
-	v, err := l.write(ctx, func(t *tx) (any, error) { return writeBack(t, w) })
-	wb, _ := v.(WriteBack)
-	return wb, err
+func (l *Ledger) RecordWriteBack(ctx context.Context, w api.WriteBack) (api.WriteBack, error) {
+	return write(ctx, l, func(t *tx) (api.WriteBack, error) { return putWriteBack(t, w) })
 }
 
-// writeBack stores a write-back unless the call has one already, and
+// putWriteBack stores a write-back unless the call has one already, and
 // returns the one that stands.
-func writeBack(t *tx, w WriteBack) (WriteBack, error) {
-	var existing WriteBack
-	found, err := t.get(writeBackKey(w.ToolUseID), &existing)
+func putWriteBack(t *tx, w api.WriteBack) (api.WriteBack, error) {
+	var existing api.WriteBack
+	found, err := t.Get(writeBackKey(w.ToolUseID), &existing)
 	if err != nil || found {
 		return existing, err
 	}
-	if err := t.put(writeBackKey(w.ToolUseID), w); err != nil {
-		return WriteBack{}, err
+	if err := t.Put(writeBackKey(w.ToolUseID), w); err != nil {
+		return api.WriteBack{}, err
 	}
 	return w, t.event(KindWriteBack, w.ToolUseID, w)
 }
 
 // Call returns the call with the tool_use_id, or ErrNotFound.
-func (l *Ledger) Call(ctx context.Context, toolUseID string) (Call, error) {
-	var c Call
-	return c, l.read(callKey(toolUseID), &c)
+func (l *Ledger) Call(ctx context.Context, toolUseID string) (api.Call, error) {
+	var raw json.RawMessage
+	if err := l.read(callKey(toolUseID), &raw); err != nil {
+		return api.Call{}, err
+	}
+	return decodeCall(raw)
 }
 
 // WriteBackFor returns the write-back of a call, or ErrNotFound.
-func (l *Ledger) WriteBackFor(ctx context.Context, toolUseID string) (WriteBack, error) {
-	var w WriteBack
+func (l *Ledger) WriteBackFor(ctx context.Context, toolUseID string) (api.WriteBack, error) {
+	var w api.WriteBack
 	return w, l.read(writeBackKey(toolUseID), &w)
 }
 
@@ -207,30 +281,27 @@ const maxRepeats = 100
 // RecordRepeat records that a tool_use_id was proposed again, from which
 // session, and what the gate answered; the call is then also listed among
 // that session's calls.
-func (l *Ledger) RecordRepeat(ctx context.Context, toolUseID, sessionID, effect, reasonCode string) (Call, error) {
-	v, err := l.write(ctx, func(t *tx) (any, error) {
-		var c Call
-		found, err := t.get(callKey(toolUseID), &c)
+func (l *Ledger) RecordRepeat(ctx context.Context, toolUseID, sessionID string, answer api.Verdict) (api.Call, error) {
+	return write(ctx, l, func(t *tx) (api.Call, error) {
+		c, found, err := getCall(t, toolUseID)
 		if err != nil {
-			return nil, err
+			return api.Call{}, err
 		}
 		if !found {
-			return nil, fmt.Errorf("record repeat of %s: %w", toolUseID, ErrNotFound)
+			return api.Call{}, fmt.Errorf("record repeat of %s: %w", toolUseID, ErrNotFound)
 		}
-		r := Repeat{ProposedAt: t.now, SessionID: sessionID, Effect: effect, ReasonCode: reasonCode}
+		r := api.Repeat{ProposedAt: t.Now(), SessionID: sessionID, Effect: answer.Effect, ReasonCode: answer.ReasonCode}
 		if len(c.Repeats) < maxRepeats {
 			c.Repeats = append(c.Repeats, r)
 		}
-		if err := t.put(callKey(toolUseID), c); err != nil {
-			return nil, err
+		if err := t.Put(callKey(toolUseID), c); err != nil {
+			return api.Call{}, err
 		}
-		if err := t.set(sessionCallKey(sessionID, toolUseID), nil); err != nil {
-			return nil, err
+		if err := t.Set(sessionCallKey(sessionID, toolUseID), nil); err != nil {
+			return api.Call{}, err
 		}
 		return c, t.event(KindCallRepeated, toolUseID, r)
 	})
-	c, _ := v.(Call)
-	return c, err
 }
 
 // maxSeen bounds what is kept of the text the model saw for one call.
@@ -243,68 +314,24 @@ func (l *Ledger) RecordSeen(ctx context.Context, toolUseID, seen string) error {
 	if len(seen) > maxSeen {
 		seen = seen[:maxSeen] + "…"
 	}
-	_, err := l.write(ctx, func(t *tx) (any, error) {
-		var c Call
-		found, err := t.get(callKey(toolUseID), &c)
+	_, err := write(ctx, l, func(t *tx) (struct{}, error) {
+		c, found, err := getCall(t, toolUseID)
 		if err != nil {
-			return nil, err
+			return struct{}{}, err
 		}
 		if found {
 			c.Seen = seen
-			if err := t.put(callKey(toolUseID), c); err != nil {
-				return nil, err
+			if err := t.Put(callKey(toolUseID), c); err != nil {
+				return struct{}{}, err
 			}
 		}
-		return nil, t.event(KindCallSeen, toolUseID, seenEvent{toolUseID, seen})
+		return struct{}{}, t.event(KindCallSeen, toolUseID, seenEvent{toolUseID, seen})
 	})
 	return err
 }
 
+// seenEvent is the audit's record of what the model saw.
 type seenEvent struct {
 	ToolUseID string `json:"tool_use_id"`
 	Seen      string `json:"seen"`
-}
-
-// Gate records a proposal and, in the same durable transaction, the
-// decision and write-back that decide returns for it: one fsync per gated
-// call instead of three. decide runs inside the ledger's committer, so it
-// must be quick and must not call the ledger; it gets the call as stored
-// and whether it existed before, and may return nil for either result.
-// A conflicting proposal is recorded and reported as in Propose, and
-// decide is not called.
-func (l *Ledger) Gate(ctx context.Context, p Proposal, decide func(c Call, existed bool) (*CallDecision, *WriteBack)) (Call, bool, error) {
-	if p.ToolUseID == "" || p.SessionID == "" || p.ToolName == "" {
-		return Call{}, false, fmt.Errorf("propose: tool_use_id, session_id and tool_name are required")
-	}
-	if !json.Valid(p.Input) {
-		return Call{}, false, fmt.Errorf("propose: input is not valid JSON")
-	}
-	hash := InputSHA256(p.ToolName, p.Input)
-	type out struct {
-		call    Call
-		existed bool
-	}
-	v, err := l.write(ctx, func(t *tx) (any, error) {
-		c, existed, err := propose(t, p, hash)
-		if err != nil {
-			return out{c, existed}, err
-		}
-		d, wb := decide(c, existed)
-		if d != nil {
-			if c, err = decideCall(t, p.ToolUseID, *d); err != nil && !IsAlreadyDecided(err) {
-				return nil, err
-			}
-		}
-		if wb != nil {
-			if _, err := writeBack(t, *wb); err != nil {
-				return nil, err
-			}
-		}
-		return out{c, existed}, nil
-	})
-	if v == nil {
-		return Call{}, false, err
-	}
-	o := v.(out)
-	return o.call, o.existed, err
 }

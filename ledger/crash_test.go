@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/api"
 )
 
 func TestMain(m *testing.M) {
@@ -40,7 +42,7 @@ func crashHelper(dir, round string) {
 		out.Unlock()
 	}
 	session := "s" + round
-	if _, _, err := l.StartSession(ctx, Session{ID: session}); err != nil {
+	if _, _, err := l.StartSession(ctx, api.Session{ID: session}); err != nil {
 		os.Exit(4)
 	}
 	var wg sync.WaitGroup
@@ -51,20 +53,20 @@ func crashHelper(dir, round string) {
 			for i := 0; ; i++ {
 				id := fmt.Sprintf("toolu_%s_%d_%d", round, w, i)
 				input := fmt.Sprintf(`{"command":"echo %d","pad":"%s"}`, i, strings.Repeat("p", 512))
-				c, _, err := l.Propose(ctx, Proposal{ToolUseID: id, SessionID: session, ToolName: "Bash", Input: json.RawMessage(input)})
+				c, _, err := l.Propose(ctx, api.Call{ToolUseID: id, SessionID: session, ToolName: "Bash", Input: json.RawMessage(input)})
 				if err != nil {
 					os.Exit(5)
 				}
 				ack("P %s %s", id, c.InputSHA256)
 				switch i % 4 {
 				case 1:
-					a, _, err := l.CreateApproval(ctx, ApprovalRequest{ToolUseID: id, PolicyVersion: 1, Timeout: time.Hour})
+					a, _, err := l.CreateApproval(ctx, id, ApprovalRequest{PolicyVersion: 1, Timeout: time.Hour})
 					if err != nil {
 						os.Exit(6)
 					}
 					ack("A %s %s", id, a.ID)
-					status := []string{StatusApproved, StatusDenied}[i%8/4]
-					if _, _, err := l.Resolve(ctx, a.ID, Resolution{Status: status, Actor: "user:test", ReasonCode: "r"}); err != nil {
+					status := []string{api.StatusApproved, api.StatusDenied}[i%8/4]
+					if _, _, err := l.Resolve(ctx, api.Decision{ApprovalID: a.ID, Decision: status, Actor: "user:test", ReasonCode: "r"}); err != nil {
 						os.Exit(7)
 					}
 					ack("R %s %s", a.ID, status)

@@ -1,19 +1,20 @@
 // Package ledger is toolgate's memory: the durable record of sessions, tool
-// calls, approval records, decisions, write-backs and the audit chain, on
-// Badger. Only the gate daemon opens it (Badger locks its directory; a
-// second process fails), so nothing of Badger crosses this package's API.
+// calls, approval records, decisions, write-backs and the audit chain. It
+// stores the documents of package api as they are (api.Call with its
+// Verdict, api.Approval, api.Decision, api.WriteBack, api.Session). Only
+// the gate daemon opens it (the store locks its directory; a second
+// process fails), so nothing of the store crosses this package's API.
 //
-// Every write goes through one committer goroutine that batches concurrent
-// operations into one transaction (group commit); an operation returns only
-// after its transaction is durable. Durable means in the ledger's own
-// journal, fdatasynced: Badger runs without SyncWrites (two syncs a commit)
-// and the journal, applied again at Open, covers what a crash of the
-// machine could take from it (see journal.go). After a checkpoint the
-// ledger drops Badger's clean mapped pages from its resident memory
-// (resident.go). The invariants
-// (a tool_use_id is unique, an approval's status moves only from pending to
-// approved, denied or expired, an execution is recorded once) are checked
-// inside that transaction, so they hold whatever the callers do.
+// Every operation is one function of a transaction of ledger/internal/store
+// (Badger, a journal that makes each batch durable with one fdatasync, and
+// one committer that batches concurrent operations); it returns only after
+// its batch is durable. The ledger takes decisions as they were made: it
+// never calls back into the policy. The invariants (a tool_use_id is
+// unique, a terminal verdict never changes, an approval's status moves only
+// from pending to approved, denied or expired, an execution is recorded
+// once) are checked inside that transaction, so they hold whatever the
+// callers do, and every change appends an event to the audit chain in the
+// same transaction.
 //
 // # Key layout
 //
@@ -35,10 +36,4 @@
 //
 // Values are JSON documents whose field names are the wire names of the
 // seed's documents. The package must not import the policy engine.
-//
-// # Files
-//
-// Badger's own files, and journal-<generation>.wal: the batches made
-// durable since the last checkpoint (at most 8 MB, unless one batch is
-// larger), reused from one generation to the next.
 package ledger

@@ -3,14 +3,13 @@ package ledger
 import (
 	"errors"
 	"fmt"
-)
 
-// ErrNotFound is returned for an id the ledger does not know.
-var ErrNotFound = errors.New("not found")
+	"github.com/toolgate/toolgate/api"
+)
 
 // ConflictError is a tool_use_id proposed again with a different input.
 type ConflictError struct {
-	Existing Call
+	Existing api.Call
 }
 
 func (e *ConflictError) Error() string {
@@ -19,8 +18,11 @@ func (e *ConflictError) Error() string {
 
 // TerminalError is a change asked of an approval that is no longer pending.
 type TerminalError struct {
-	Approval Approval
-	Decision *Decision // the decision that made it terminal, when known
+	Approval api.Approval
+	Decision *api.Decision // the decision that made it terminal, when known
+	// ExpiredNow: the approval's time had run out and this very request
+	// expired it, a change the caller may need to announce.
+	ExpiredNow bool
 }
 
 func (e *TerminalError) Error() string {
@@ -29,17 +31,17 @@ func (e *TerminalError) Error() string {
 
 // AlreadyDecidedError is a decision recorded for a call that has a terminal one.
 type AlreadyDecidedError struct {
-	Call Call
+	Call api.Call
 }
 
 func (e *AlreadyDecidedError) Error() string {
-	return fmt.Sprintf("call %s was already decided: %s", e.Call.ToolUseID, e.Call.Decision.Effect)
+	return fmt.Sprintf("call %s was already decided: %s", e.Call.ToolUseID, e.Call.Effect)
 }
 
 // DuplicateExecutionError is a second execution recorded for one
 // tool_use_id. The duplicate itself is recorded in the audit.
 type DuplicateExecutionError struct {
-	Call Call
+	Call api.Call
 }
 
 func (e *DuplicateExecutionError) Error() string {

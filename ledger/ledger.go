@@ -3,14 +3,10 @@ package ledger
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/options"
+	"github.com/toolgate/toolgate/ledger/internal/store"
 )
 
 // Options configure a ledger. The zero value is valid: a durable ledger
@@ -18,213 +14,71 @@ import (
 type Options struct {
 	// InMemory keeps everything in memory (tests); dir is ignored.
 	InMemory bool
-	// Logger receives Badger's warnings and errors.
+	// Logger receives the store's warnings and errors.
 	Logger *slog.Logger
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
 	// MaxBatch bounds how many operations share one transaction; 256 when 0.
 	MaxBatch int
 	// MinFree is the free space the ledger's filesystem must keep; below it
-	// writes fail with ErrDiskFull instead of being tried. Badger writes
-	// through memory-mapped files, and a write into a full filesystem
-	// there kills the process (SIGBUS). DefaultMinFree when 0; -1 never
-	// checks.
+	// writes fail with ErrDiskFull instead of being tried. 32 MB when 0;
+	// -1 never checks.
 	MinFree int64
 }
 
-// DefaultMinFree is the free space kept by default: more than a memtable
-// and a value log chunk can need.
-const DefaultMinFree = 32 << 20
+// Errors of the ledger's store, for callers that branch on them.
+var (
+	ErrNotFound = store.ErrNotFound // an id the ledger does not know
+	ErrDiskFull = store.ErrDiskFull // the ledger's filesystem is (nearly) full
+	ErrClosed   = store.ErrClosed   // the ledger is closed
+)
 
-// ErrDiskFull is returned when the ledger's filesystem is (nearly) full.
-var ErrDiskFull = errors.New("the ledger's filesystem is full")
+// IsLocked reports whether Open failed because another process (a
+// running toolgate serve) holds the ledger.
+func IsLocked(err error) bool { var e *store.LockedError; return errors.As(err, &e) }
 
 // Ledger is an open ledger. Its methods are safe for concurrent use.
 type Ledger struct {
-	db       *badger.DB
-	dir      string
-	minFree  int64
-	now      func() time.Time
-	maxBatch int
-
-	mu     sync.RWMutex // guards closed against submissions
-	closed bool
-	ops    chan *op
-	done   chan struct{}
-
-	// Owned by the committer goroutine:
-	head    chainHead
-	journal *journal // nil in memory
-	broken  error    // a batch is in the journal but not in Badger: reopen to apply it
+	store *store.Store
 }
 
-// ErrClosed is returned by operations on a closed ledger.
-var ErrClosed = errors.New("ledger is closed")
-
-// Open opens (or creates) the ledger in dir. Badger takes a lock on the
-// directory: a second process opening it fails at once.
+// Open opens (or creates) the ledger in dir. Only one process may hold a
+// ledger: a second Open fails at once (IsLocked).
 func Open(dir string, opts Options) (*Ledger, error) {
-	bopts := badgerOptions(dir, opts)
-	db, err := badger.Open(bopts)
+	s, err := store.Open(dir, store.Options{InMemory: opts.InMemory, Logger: opts.Logger, Now: opts.Now,
+		MaxBatch: opts.MaxBatch, MinFree: opts.MinFree})
 	if err != nil {
-		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
-			return nil, &LockedError{Dir: dir, Err: err}
+		return nil, err
+	}
+	return &Ledger{store: s}, nil
+}
+
+// Close waits for the writes already submitted and closes the ledger.
+func (l *Ledger) Close() error { return l.store.Close() }
+
+// tx is one operation's view of its batch: the store's transaction, and
+// the head of the audit chain once the operation appends to it.
+type tx struct {
+	*store.Tx
+	head *chainHead // nil until the operation's first event
+}
+
+// write runs fn as one operation of the store's next batch and returns
+// once the batch is durable. fn's events extend the audit chain; its
+// refusals come back with its result, their events committed all the same.
+func write[T any](ctx context.Context, l *Ledger, fn func(*tx) (T, error)) (T, error) {
+	return store.Write(ctx, l.store, func(st *store.Tx) (T, error) {
+		t := &tx{Tx: st}
+		v, err := fn(t)
+		if t.head != nil {
+			if perr := t.Put(keyHead, t.head); perr != nil {
+				var zero T
+				return zero, perr
+			}
 		}
-		return nil, fmt.Errorf("open ledger: %w", err)
-	}
-	l := &Ledger{db: db, dir: dir, minFree: opts.MinFree, now: opts.Now, maxBatch: opts.MaxBatch,
-		ops: make(chan *op, 1024), done: make(chan struct{})}
-	if l.minFree == 0 {
-		l.minFree = DefaultMinFree
-	}
-	if opts.InMemory {
-		l.minFree = -1
-	}
-	if l.now == nil {
-		l.now = time.Now
-	}
-	if l.maxBatch <= 0 {
-		l.maxBatch = 256
-	}
-	if !opts.InMemory {
-		if l.journal, err = recoverJournal(db, dir); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("open ledger: %w", err)
-		}
-	}
-	if l.head, err = l.readHead(); err != nil {
-		l.closeStore()
-		return nil, fmt.Errorf("open ledger: %w", err)
-	}
-	go l.commitLoop()
-	return l, nil
+		return v, err
+	})
 }
 
-// recoverJournal applies what the journals hold (batches a crash of the
-// machine may have kept from Badger), makes it durable, and goes on with
-// the newest journal as the next generation (or a new one).
-func recoverJournal(db *badger.DB, dir string) (*journal, error) {
-	gens, _, err := replay(db, dir)
-	if err != nil {
-		return nil, err
-	}
-	if err := syncBadger(dir); err != nil {
-		return nil, err
-	}
-	var j *journal
-	if len(gens) == 0 {
-		j, err = createJournal(dir, 1, journalSize)
-	} else {
-		last := gens[len(gens)-1]
-		j, err = openJournal(dir, last, last+1)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := removeJournalsBefore(dir, j.gen); err != nil {
-		j.close()
-		return nil, err
-	}
-	return j, nil
-}
-
-// LockedError is returned by Open when another process holds the ledger.
-type LockedError struct {
-	Dir string
-	Err error
-}
-
-func (e *LockedError) Error() string {
-	return fmt.Sprintf("ledger %s is in use by another process (a running toolgate serve?)", e.Dir)
-}
-
-func (e *LockedError) Unwrap() error { return e.Err }
-
-// IsLocked reports whether err says another process holds the ledger.
-func IsLocked(err error) bool { var e *LockedError; return errors.As(err, &e) }
-
-// badgerOptions are tuned for a small per-user daemon: small memtables and
-// caches, and Badger's logging routed to slog. Values over 256 bytes
-// (every record and event) live in the value log, so the LSM tree holds
-// keys and pointers only: compaction then needs little memory (100k calls
-// of 1 KB: about 30 MB of heap instead of 100-340 MB). Badger does not
-// sync its writes: the journal makes each batch durable first, with one
-// fdatasync instead of Badger's two (see journal.go).
-func badgerOptions(dir string, opts Options) badger.Options {
-	b := badger.DefaultOptions(dir)
-	if opts.InMemory {
-		b = badger.DefaultOptions("").WithInMemory(true)
-	}
-	return b.
-		WithSyncWrites(false).
-		WithLogger(slogAdapter{opts.Logger}).
-		WithMemTableSize(4 << 20).
-		WithNumMemtables(2).
-		WithNumLevelZeroTables(2).
-		WithNumLevelZeroTablesStall(8).
-		WithBaseTableSize(2 << 20).
-		WithBaseLevelSize(8 << 20).
-		WithBlockCacheSize(4 << 20).
-		WithIndexCacheSize(2 << 20).
-		WithValueThreshold(256).
-		WithValueLogFileSize(32 << 20).
-		WithNumCompactors(2).
-		WithNumGoroutines(2).
-		WithCompression(options.None).
-		WithDetectConflicts(false) // one committer: there is nothing to conflict with
-}
-
-// Close stops accepting operations, waits for those already submitted, and
-// closes the store.
-func (l *Ledger) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return nil
-	}
-	l.closed = true
-	close(l.ops)
-	l.mu.Unlock()
-	<-l.done
-	return l.closeStore()
-}
-
-// closeStore closes Badger, which makes everything it holds durable, and
-// then the journal, which is no longer needed unless a batch never
-// reached Badger.
-func (l *Ledger) closeStore() error {
-	if err := l.db.Close(); err != nil {
-		return fmt.Errorf("close ledger: %w", err)
-	}
-	if l.journal == nil {
-		return nil
-	}
-	defer l.journal.close()
-	if l.broken != nil {
-		return nil // the next Open applies it
-	}
-	// Badger holds it all now: what the journal holds is stale.
-	if err := l.journal.recycle(l.journal.gen + 1); err != nil {
-		return fmt.Errorf("close ledger: %w", err)
-	}
-	return nil
-}
-
-// slogAdapter routes Badger's log lines to slog; INFO and DEBUG lines are
-// dropped, they are Badger's own housekeeping.
-type slogAdapter struct{ log *slog.Logger }
-
-func (a slogAdapter) Errorf(f string, args ...any) { a.emit(slog.LevelError, f, args) }
-
-func (a slogAdapter) Warningf(f string, args ...any) { a.emit(slog.LevelWarn, f, args) }
-
-func (a slogAdapter) Infof(string, ...any) {}
-
-func (a slogAdapter) Debugf(string, ...any) {}
-
-func (a slogAdapter) emit(level slog.Level, f string, args []any) {
-	if a.log == nil {
-		return
-	}
-	a.log.Log(context.Background(), level, strings.TrimSpace(fmt.Sprintf(f, args...)), "component", "badger")
-}
+// read decodes the value at key into v, or returns ErrNotFound.
+func (l *Ledger) read(key string, v any) error { return l.store.Read(key, v) }

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/api"
 )
 
 // clock is a settable clock for expiry tests.
@@ -40,9 +43,9 @@ func openTest(t testing.TB, c *clock) (*Ledger, string) {
 
 var ctx = context.Background()
 
-func mustPropose(t testing.TB, l *Ledger, id, input string) Call {
+func mustPropose(t testing.TB, l *Ledger, id, input string) api.Call {
 	t.Helper()
-	c, existed, err := l.Propose(ctx, Proposal{ToolUseID: id, SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(input)})
+	c, existed, err := l.Propose(ctx, api.Call{ToolUseID: id, SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(input)})
 	if err != nil || existed {
 		t.Fatalf("propose %s: existed=%v err=%v", id, existed, err)
 	}
@@ -56,12 +59,12 @@ func TestProposeOncePerID(t *testing.T) {
 		t.Fatalf("call %+v", first)
 	}
 	// The same input, differently spaced: the same call.
-	again, existed, err := l.Propose(ctx, Proposal{ToolUseID: "toolu_1", SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(`{ "command": "ls" }`)})
+	again, existed, err := l.Propose(ctx, api.Call{ToolUseID: "toolu_1", SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(`{ "command": "ls" }`)})
 	if err != nil || !existed || again.InputSHA256 != first.InputSHA256 {
 		t.Fatalf("repeat: existed=%v err=%v", existed, err)
 	}
 	// Another input under the same id: a conflict, recorded in the audit.
-	_, _, err = l.Propose(ctx, Proposal{ToolUseID: "toolu_1", SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(`{"command":"rm -rf /"}`)})
+	_, _, err = l.Propose(ctx, api.Call{ToolUseID: "toolu_1", SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(`{"command":"rm -rf /"}`)})
 	var conflict *ConflictError
 	if !errors.As(err, &conflict) || conflict.Existing.InputSHA256 != first.InputSHA256 {
 		t.Fatalf("conflict: %v", err)
@@ -82,7 +85,7 @@ func TestProposeRacersOnOneID(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			input := fmt.Sprintf(`{"command":"echo %d"}`, i%2)
-			_, existed, err := l.Propose(ctx, Proposal{ToolUseID: "toolu_race", SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(input)})
+			_, existed, err := l.Propose(ctx, api.Call{ToolUseID: "toolu_race", SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(input)})
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -106,21 +109,21 @@ func TestProposeRacersOnOneID(t *testing.T) {
 func TestDecisionIsTerminal(t *testing.T) {
 	l, _ := openTest(t, nil)
 	mustPropose(t, l, "toolu_1", `{}`)
-	if _, err := l.Decide(ctx, "toolu_1", CallDecision{Effect: EffectAsk, Source: "policy", ReasonCode: "default"}); err != nil {
+	if _, err := l.Decide(ctx, "toolu_1", api.Verdict{Effect: api.EffectAsk, Source: "policy", ReasonCode: "default"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Decide(ctx, "toolu_1", CallDecision{Effect: EffectDeny, Source: "policy", RuleID: "r", ReasonCode: "x"}); err != nil {
+	if _, err := l.Decide(ctx, "toolu_1", api.Verdict{Effect: api.EffectDeny, Source: "policy", RuleID: "r", ReasonCode: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := l.Decide(ctx, "toolu_1", CallDecision{Effect: EffectAllow, Source: "policy"})
+	_, err := l.Decide(ctx, "toolu_1", api.Verdict{Effect: api.EffectAllow, Source: "policy"})
 	if !IsAlreadyDecided(err) {
 		t.Fatalf("changing a terminal decision: %v", err)
 	}
 	c, _ := l.Call(ctx, "toolu_1")
-	if c.Decision.Effect != EffectDeny || c.Decision.RuleID != "r" {
-		t.Errorf("decision changed: %+v", c.Decision)
+	if c.Effect != api.EffectDeny || c.RuleID != "r" {
+		t.Errorf("decision changed: %+v", c.Verdict)
 	}
-	if _, err := l.Decide(ctx, "toolu_unknown", CallDecision{Effect: EffectDeny}); !errors.Is(err, ErrNotFound) {
+	if _, err := l.Decide(ctx, "toolu_unknown", api.Verdict{Effect: api.EffectDeny}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown call: %v", err)
 	}
 }
@@ -129,7 +132,7 @@ func TestExecutionOnce(t *testing.T) {
 	l, _ := openTest(t, nil)
 	mustPropose(t, l, "toolu_1", `{}`)
 	c, err := l.RecordExecution(ctx, "toolu_1", Execution{Outcome: "ok"})
-	if err != nil || c.ExecutedAt == nil || c.Executions != 1 {
+	if err != nil || c.ExecutedAt == nil || !c.Executed || c.Executions != 1 {
 		t.Fatalf("first execution: %+v %v", c, err)
 	}
 	c, err = l.RecordExecution(ctx, "toolu_1", Execution{Outcome: "ok"})
@@ -144,11 +147,11 @@ func TestExecutionOnce(t *testing.T) {
 func TestWriteBackOnce(t *testing.T) {
 	l, _ := openTest(t, nil)
 	mustPropose(t, l, "toolu_1", `{}`)
-	wb := WriteBack{ToolUseID: "toolu_1", Effect: EffectDeny, RuleID: "r", ReasonCode: "x", WroteBack: true}
+	wb := api.WriteBack{ToolUseID: "toolu_1", Effect: api.EffectDeny, RuleID: "r", ReasonCode: "x", WroteBack: true}
 	if got, err := l.RecordWriteBack(ctx, wb); err != nil || got != wb {
 		t.Fatal(got, err)
 	}
-	if got, _ := l.RecordWriteBack(ctx, WriteBack{ToolUseID: "toolu_1", Effect: EffectAllow, WroteBack: true}); got != wb {
+	if got, _ := l.RecordWriteBack(ctx, api.WriteBack{ToolUseID: "toolu_1", Effect: api.EffectAllow, WroteBack: true}); got != wb {
 		t.Errorf("a second write-back replaced the first: %+v", got)
 	}
 	if got, err := l.WriteBackFor(ctx, "toolu_1"); err != nil || got != wb {
@@ -158,10 +161,7 @@ func TestWriteBackOnce(t *testing.T) {
 
 func eventKinds(t testing.TB, l *Ledger) []string {
 	t.Helper()
-	events, err := l.Events(ctx, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := exported(t, l)
 	var kinds []string
 	for _, e := range events {
 		kinds = append(kinds, e.Kind)
@@ -171,14 +171,14 @@ func eventKinds(t testing.TB, l *Ledger) []string {
 
 func TestSessions(t *testing.T) {
 	l, _ := openTest(t, nil)
-	s, existed, err := l.StartSession(ctx, Session{ID: "s1", PolicySHA256: "abc", PolicyVersion: 2, ClaudePID: 42})
+	s, existed, err := l.StartSession(ctx, api.Session{ID: "s1", PolicySHA256: "abc", PolicyVersion: 2, ClaudePID: 42})
 	if err != nil || existed || s.StartedAt.IsZero() {
 		t.Fatal(s, existed, err)
 	}
-	if _, existed, _ := l.StartSession(ctx, Session{ID: "s1"}); !existed {
+	if _, existed, _ := l.StartSession(ctx, api.Session{ID: "s1"}); !existed {
 		t.Error("second start should find the session")
 	}
-	if _, err := l.UpdateSession(ctx, "s1", func(s *Session) { s.ClaudeSessionID = "c-1" }); err != nil {
+	if _, err := l.UpdateSession(ctx, "s1", func(s *api.Session) { s.ClaudeSessionID = "c-1" }); err != nil {
 		t.Fatal(err)
 	}
 	s, err = l.EndSession(ctx, "s1", time.Now())
@@ -203,7 +203,7 @@ func TestReopenKeepsEverythingAndTheChain(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := l.Propose(ctx, Proposal{ToolUseID: "x", SessionID: "s", ToolName: "T", Input: json.RawMessage(`{}`)}); !errors.Is(err, ErrClosed) {
+	if _, _, err := l.Propose(ctx, api.Call{ToolUseID: "x", SessionID: "s", ToolName: "T", Input: json.RawMessage(`{}`)}); !errors.Is(err, ErrClosed) {
 		t.Errorf("propose after close: %v", err)
 	}
 	l, err = Open(dir, Options{})
@@ -225,7 +225,7 @@ func TestQueries(t *testing.T) {
 	c := newClock()
 	l, _ := openTest(t, c)
 	for i, s := range []string{"s1", "s2", "s1"} {
-		if _, _, err := l.Propose(ctx, Proposal{ToolUseID: fmt.Sprintf("toolu_%d", i), SessionID: s, ToolName: "Read", Input: json.RawMessage(`{}`)}); err != nil {
+		if _, _, err := l.Propose(ctx, api.Call{ToolUseID: fmt.Sprintf("toolu_%d", i), SessionID: s, ToolName: "Read", Input: json.RawMessage(`{}`)}); err != nil {
 			t.Fatal(err)
 		}
 		c.Add(time.Minute)
@@ -279,34 +279,83 @@ func TestRecordSeen(t *testing.T) {
 	}
 }
 
-func TestGateIsOneTransaction(t *testing.T) {
-	l, _ := openTest(t, nil)
-	p := Proposal{ToolUseID: "toolu_1", SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(`{"command":"ls"}`)}
-	calls := 0
-	decide := func(c Call, existed bool) (*CallDecision, *WriteBack) {
-		calls++
-		if existed {
-			return nil, nil
+// exported is the audit chain as Export writes it.
+func exported(t testing.TB, l *Ledger) []Event {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := l.Export(ctx, &buf); err != nil {
+		t.Fatal(err)
+	}
+	var events []Event
+	dec := json.NewDecoder(&buf)
+	for dec.More() {
+		var e Event
+		if err := dec.Decode(&e); err != nil {
+			t.Fatal(err)
 		}
-		return &CallDecision{Effect: EffectAllow, RuleID: "r", Source: "policy"},
-			&WriteBack{ToolUseID: c.ToolUseID, Effect: EffectAllow, RuleID: "r", WroteBack: true}
+		events = append(events, e)
 	}
-	c, existed, err := l.Gate(ctx, p, decide)
-	if err != nil || existed || c.Decision == nil || c.Decision.Effect != EffectAllow {
-		t.Fatalf("%+v %v %v", c, existed, err)
+	return events
+}
+
+func TestRecordIsOneTransaction(t *testing.T) {
+	l, _ := openTest(t, nil)
+	p := api.Call{ToolUseID: "toolu_1", SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(`{"command":"ls"}`)}
+	allow := api.Verdict{Effect: api.EffectAllow, RuleID: "r", Source: "policy"}
+	c, fresh, err := l.Record(ctx, p, allow, true)
+	if err != nil || !fresh || c.Effect != api.EffectAllow || c.DecidedAt == nil {
+		t.Fatalf("%+v %v %v", c, fresh, err)
 	}
-	if wb, err := l.WriteBackFor(ctx, "toolu_1"); err != nil || wb.RuleID != "r" {
+	if wb, err := l.WriteBackFor(ctx, "toolu_1"); err != nil || wb.RuleID != "r" || !wb.WroteBack {
 		t.Errorf("write-back %+v %v", wb, err)
 	}
-	if c, existed, _ := l.Gate(ctx, p, decide); !existed || c.Decision.Effect != EffectAllow {
-		t.Errorf("again: %+v", c)
+	// Proposed again, with another verdict: the recorded one stands.
+	deny := api.Deny("x", "policy")
+	if c, fresh, _ := l.Record(ctx, p, deny, true); fresh || c.Effect != api.EffectAllow {
+		t.Errorf("again: %+v fresh=%v", c, fresh)
 	}
 	other := p
 	other.Input = json.RawMessage(`{"command":"rm"}`)
-	if _, _, err := l.Gate(ctx, other, decide); !IsConflict(err) || calls != 2 {
-		t.Errorf("conflict: %v, decide called %d times", err, calls)
+	if _, _, err := l.Record(ctx, other, allow, true); !IsConflict(err) {
+		t.Errorf("conflict: %v", err)
 	}
 	if kinds := eventKinds(t, l); fmt.Sprint(kinds) != "[call_proposed call_decided write_back call_conflict]" {
 		t.Errorf("audit: %v", kinds)
+	}
+}
+
+// A call proposed and never decided (the daemon died in between) takes the
+// verdict of its next proposal; one that ran without a decision does not:
+// it ran, and a second run must not be allowed.
+func TestRecordDecidesOnlyWhatNeverRan(t *testing.T) {
+	l, _ := openTest(t, nil)
+	mustPropose(t, l, "toolu_1", `{}`)
+	allow := api.Verdict{Effect: api.EffectAllow, Source: "policy"}
+	p := api.Call{ToolUseID: "toolu_1", SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(`{}`)}
+	if c, fresh, err := l.Record(ctx, p, allow, false); err != nil || !fresh || c.Effect != api.EffectAllow {
+		t.Fatalf("undecided: %+v %v %v", c, fresh, err)
+	}
+	mustPropose(t, l, "toolu_2", `{}`)
+	if _, err := l.RecordExecution(ctx, "toolu_2", Execution{Outcome: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	p.ToolUseID = "toolu_2"
+	if c, fresh, err := l.Record(ctx, p, allow, false); err != nil || fresh || c.Effect != "" {
+		t.Errorf("ran undecided: %+v fresh=%v %v", c, fresh, err)
+	}
+}
+
+// Calls recorded before the call record took the api shape read the same.
+func TestDecodeCallOfTheEarlierShape(t *testing.T) {
+	old := `{"tool_use_id":"t","session_id":"s","tool_name":"Bash","input":{},"input_sha256":"h","proposed_at":"2026-11-29T12:00:00Z",
+	  "decided_at":"2026-11-29T12:00:01Z","failed_at":"2026-11-29T12:00:02Z","executions":1,
+	  "decision":{"effect":"deny","rule_id":"r","reason_code":"x","source":"person","actor":"user:alex","approval_id":"apr_1","decided_at":"2026-11-29T12:00:01Z"}}`
+	c, err := decodeCall([]byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Effect != api.EffectDeny || c.RuleID != "r" || c.Actor != "user:alex" || c.ApprovalID != "apr_1" || c.DecidedAt == nil ||
+		!c.Executed || !c.Failed || c.ExecutedAt == nil {
+		t.Errorf("%+v", c)
 	}
 }

@@ -70,8 +70,8 @@ func Start(script []Step) (*Server, error) {
 // Close stops the server.
 func (s *Server) Close() error { return s.srv.Close() }
 
-// Requests returns the bodies of every /v1/messages request so far.
-func (s *Server) Requests() [][]byte {
+// requests returns the bodies of every /v1/messages request so far.
+func (s *Server) requests() [][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([][]byte(nil), s.reqs...)
@@ -87,7 +87,7 @@ type Result struct {
 // latest conversation: exactly what the model saw.
 func (s *Server) ToolResults() map[string]Result {
 	out := map[string]Result{}
-	for _, body := range s.Requests() {
+	for _, body := range s.requests() {
 		gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
 			m.Get("content").ForEach(func(_, b gjson.Result) bool {
 				if b.Get("type").String() != "tool_result" {

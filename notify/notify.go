@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/render"
-	"github.com/toolgate/toolgate/supervisor/api"
 )
 
 const (
@@ -29,7 +29,7 @@ const (
 // Notifier shows asks as notifications and decides them on a click.
 type Notifier struct {
 	Bus      *dbus.Conn
-	Approver *api.Client
+	Approver api.Approver
 	Log      io.Writer // one line per thing that happened
 
 	actions bool // the server supports actions
@@ -82,40 +82,15 @@ func (n *Notifier) Run(ctx context.Context) error {
 	n.Bus.Signal(signals)
 	defer n.Bus.RemoveSignal(signals)
 	go n.clicks(ctx, signals)
-	for ctx.Err() == nil {
-		n.follow(ctx)
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second): // the daemon went away: try again
+	api.Follow(ctx, n.Approver, func(c api.Change) {
+		for _, d := range c.Removed {
+			n.withdraw(ctx, d.Approval.ID)
 		}
-	}
+		for _, d := range c.Added {
+			n.show(ctx, d)
+		}
+	})
 	return nil
-}
-
-// follow shows what the watch stream says, until it ends.
-func (n *Notifier) follow(ctx context.Context) {
-	w, err := n.Approver.Watch(ctx)
-	if err != nil {
-		return
-	}
-	defer w.Close()
-	go func() { <-ctx.Done(); w.Close() }()
-	for {
-		ev, err := w.Next()
-		if err != nil {
-			return
-		}
-		switch ev.Type {
-		case api.EventSnapshot:
-			for _, d := range ev.Pending {
-				n.show(ctx, d)
-			}
-		case api.EventRequested:
-			n.show(ctx, *ev.Approval)
-		case api.EventDecided, api.EventExpired:
-			n.withdraw(ctx, ev.Approval.Approval.ID)
-		}
-	}
 }
 
 // show posts one notification for a pending ask, once.

@@ -4,18 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/godbus/dbus/v5"
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/internal/dbustest"
-	"github.com/toolgate/toolgate/supervisor"
-	"github.com/toolgate/toolgate/supervisor/api"
+	"github.com/toolgate/toolgate/internal/gatetest"
 )
 
 // server is a notification server fixture on a real session bus: it
@@ -98,39 +95,6 @@ func startServer(t *testing.T, addr string, configure func(*server)) *server {
 	return s
 }
 
-// gate starts a real daemon with a session whose supervisor is not this
-// test, so that this test process may approve.
-func gate(t *testing.T, timeout time.Duration) (*api.Client, *api.Client, string) {
-	rt, _ := os.MkdirTemp("", "tgn")
-	t.Cleanup(func() { os.RemoveAll(rt) })
-	p := supervisor.Paths{RuntimeDir: filepath.Join(rt, "toolgate"), StateDir: filepath.Join(t.TempDir(), "state")}
-	ctx, cancel := context.WithCancel(context.Background())
-	r, w, _ := os.Pipe()
-	done := make(chan error, 1)
-	go func() { done <- supervisor.ServeDaemon(ctx, supervisor.DaemonConfig{Paths: p, Ready: w}) }()
-	r.Read(make([]byte, 6))
-	t.Cleanup(func() { cancel(); <-done })
-	sleeper := exec.Command("sleep", "300")
-	sleeper.Start()
-	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
-	c := api.NewClient(p.Socket())
-	s, err := c.Register(context.Background(), api.RegisterRequest{Policy: json.RawMessage(`{"version":1,"default":"ask","rules":[]}`),
-		PolicyName: "p", SupervisorPID: sleeper.Process.Pid, ApprovalTimeout: api.Duration(timeout)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, api.NewClient(p.ApproveSocket()), s.ID
-}
-
-func ask(t *testing.T, c *api.Client, session, id string) api.Verdict {
-	v, err := c.Prompt(context.Background(), api.PromptRequest{SessionID: session, ToolName: "Bash", ToolUseID: id,
-		Input: json.RawMessage(`{"command":"git push"}`)})
-	if err != nil || v.Effect != "ask" {
-		t.Fatalf("ask: %+v %v", v, err)
-	}
-	return v
-}
-
 func receive[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
 	select {
@@ -153,12 +117,17 @@ func runningWith(t *testing.T, configure func(*server), timeout time.Duration, l
 	t.Helper()
 	addr := sessionBus(t)
 	srv := startServer(t, addr, configure)
-	gateClient, approver, session := gate(t, timeout)
+	g := gatetest.Start(t, timeout)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	n := &Notifier{Bus: connect(t, addr), Approver: approver, Log: log}
+	n := &Notifier{Bus: connect(t, addr), Approver: g.Approver, Log: log}
 	go n.Run(ctx)
-	return srv, gateClient, approver, session, ctx
+	return srv, g.Client, g.Approver, g.Session, ctx
+}
+
+func ask(t *testing.T, c *api.Client, session, id string) api.Verdict {
+	t.Helper()
+	return (&gatetest.Gate{Client: c, Session: session}).Ask(t, id)
 }
 
 func TestNotifyApproveDenyWithdraw(t *testing.T) {
@@ -274,5 +243,69 @@ func TestProbe(t *testing.T) {
 	}
 	if _, err := Probe(context.Background(), connect(t, sessionBus(t))); err == nil || !strings.Contains(err.Error(), "no notification service") {
 		t.Errorf("a bus without a notification service: %v", err)
+	}
+}
+
+// away is the daemon's approvers' client with its watch stream under the
+// test's control: cut ends the stream, and connecting again waits for
+// back. Everything else goes to the real daemon.
+type away struct {
+	*api.Client
+	mu     sync.Mutex
+	open   chan struct{} // closed while the notifier may connect
+	stream *api.Watcher
+}
+
+func (a *away) Watch(ctx context.Context) (*api.Watcher, error) {
+	a.mu.Lock()
+	open := a.open
+	a.mu.Unlock()
+	select {
+	case <-open:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	w, err := a.Client.Watch(ctx)
+	a.mu.Lock()
+	a.stream = w
+	a.mu.Unlock()
+	return w, err
+}
+
+func (a *away) cut() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.open = make(chan struct{})
+	a.stream.Close()
+}
+
+func (a *away) back() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	close(a.open)
+}
+
+// An ask decided while the notifier was disconnected from the daemon (a
+// restart, a suspended laptop) is withdrawn when it reconnects: its
+// snapshot no longer lists it. (It stayed on screen, clickable, before.)
+func TestWithdrawnWhenDecidedWhileAway(t *testing.T) {
+	addr := sessionBus(t)
+	srv := startServer(t, addr, func(s *server) { s.actions = true })
+	g := gatetest.Start(t, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	a := &away{Client: g.Approver, open: make(chan struct{})}
+	close(a.open)
+	go (&Notifier{Bus: connect(t, addr), Approver: a}).Run(ctx)
+
+	v := g.Ask(t, "t1")
+	id := receive(t, srv.notifed, "notification")
+	a.cut()
+	if _, err := g.Approver.Decide(ctx, v.ApprovalID, api.DecideRequest{Decision: "approve"}); err != nil {
+		t.Fatal(err)
+	}
+	a.back()
+	if closed := receive(t, srv.closed, "CloseNotification after reconnecting"); closed != id {
+		t.Errorf("closed %d, want %d", closed, id)
 	}
 }

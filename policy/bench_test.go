@@ -4,13 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/toolgate/toolgate/api"
 )
 
 // benchPolicy builds a policy of n rules of every kind, none of which match
 // the benchmark calls, so that Decide walks all of them: the worst case.
 func benchPolicy(b *testing.B, n int) *Policy {
 	b.Helper()
-	effects := []Effect{Deny, Ask, Allow}
+	effects := []api.Effect{api.EffectDeny, api.EffectAsk, api.EffectAllow}
 	var rules []map[string]any
 	for i := range n {
 		r := map[string]any{"id": fmt.Sprintf("r%d", i), "effect": effects[i%3], "reason_code": "c"}

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/api"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -20,7 +21,7 @@ import (
 // and as a miss for allow.
 type commandOp struct {
 	prefixes [][]string
-	effect   Effect
+	effect   api.Effect
 }
 
 func (op commandOp) match(v gjson.Result, ev *evalCtx) bool {
@@ -28,7 +29,7 @@ func (op commandOp) match(v gjson.Result, ev *evalCtx) bool {
 		return false
 	}
 	s := ev.script(v.Str)
-	if op.effect == Allow {
+	if op.effect == api.EffectAllow {
 		return op.allows(s)
 	}
 	if !s.parsed {

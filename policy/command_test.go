@@ -1,6 +1,10 @@
 package policy
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/toolgate/toolgate/api"
+)
 
 func bashPolicy(t testing.TB) *Policy {
 	return mustParse(t, `{"version":1,"default":"ask","rules":[
@@ -50,7 +54,7 @@ func TestCommandAllowDoesNotCoverChains(t *testing.T) {
 	}
 	for _, tt := range tests {
 		d := p.Decide(call("Bash", jsonString(tt.command)))
-		if got := d.Effect == Allow; got != tt.allow {
+		if got := d.Effect == api.EffectAllow; got != tt.allow {
 			t.Errorf("%q: allowed = %v, want %v (%s)", tt.command, got, tt.allow, d.RuleID)
 		}
 	}
@@ -122,7 +126,7 @@ func TestCommandDenyLooksThroughWrappers(t *testing.T) {
 	for _, tt := range tests {
 		d := p.Decide(call("Bash", jsonString(tt.command)))
 		got := ""
-		if d.Effect == Deny {
+		if d.Effect == api.EffectDeny {
 			got = d.RuleID
 		}
 		if got != tt.rule {
@@ -134,7 +138,7 @@ func TestCommandDenyLooksThroughWrappers(t *testing.T) {
 func TestCommandOnNonString(t *testing.T) {
 	p := bashPolicy(t)
 	for _, input := range []string{`{}`, `{"command":1}`, `{"command":["rm"]}`} {
-		if d := p.Decide(call("Bash", input)); d.Effect != Ask || d.RuleID != "" {
+		if d := p.Decide(call("Bash", input)); d.Effect != api.EffectAsk || d.RuleID != "" {
 			t.Errorf("%s: got %+v, want the default", input, d)
 		}
 	}
@@ -146,7 +150,7 @@ func TestNestingIsBounded(t *testing.T) {
 		cmd = "bash -c " + shellQuote(cmd)
 	}
 	p := bashPolicy(t)
-	if d := p.Decide(call("Bash", jsonString(cmd))); d.Effect != Deny {
+	if d := p.Decide(call("Bash", jsonString(cmd))); d.Effect != api.EffectDeny {
 		t.Errorf("too deep a nesting must not be understood; got %+v", d)
 	}
 }

@@ -3,23 +3,9 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/toolgate/toolgate/api"
 )
-
-// Effect is what a decision lets happen to a tool call.
-type Effect string
-
-// The three effects, in the order rules are matched.
-const (
-	Deny  Effect = "deny"
-	Ask   Effect = "ask"
-	Allow Effect = "allow"
-)
-
-// ReasonDefault is the reason_code of a decision that no rule made.
-const ReasonDefault = "default"
-
-// ReasonSchemaInvalid is the reason_code of input that failed its schema.
-const ReasonSchemaInvalid = "schema_invalid"
 
 // Document is the policy file as written. Its field names are the wire
 // names of the seed format; everything beyond version/default/rules is an
@@ -27,7 +13,7 @@ const ReasonSchemaInvalid = "schema_invalid"
 type Document struct {
 	Schema  string                     `json:"$schema,omitempty"`
 	Version int                        `json:"version"`
-	Default Effect                     `json:"default"`
+	Default api.Effect                 `json:"default"`
 	Rules   []RuleDoc                  `json:"rules"`
 	Schemas map[string]json.RawMessage `json:"schemas,omitempty"`
 	Tests   []TestDoc                  `json:"tests,omitempty"`
@@ -36,7 +22,7 @@ type Document struct {
 // RuleDoc is one rule as written.
 type RuleDoc struct {
 	ID         string                  `json:"id"`
-	Effect     Effect                  `json:"effect"`
+	Effect     api.Effect              `json:"effect"`
 	Tool       string                  `json:"tool"`
 	Input      map[string]ConditionDoc `json:"input,omitempty"`
 	ReasonCode string                  `json:"reason_code,omitempty"`
@@ -62,7 +48,7 @@ type ConditionDoc struct {
 type TestDoc struct {
 	Name       string          `json:"name"`
 	Call       CallDoc         `json:"call"`
-	Expect     Effect          `json:"expect"`
+	Expect     api.Effect      `json:"expect"`
 	Rule       json.RawMessage `json:"rule,omitempty"` // a rule id, or null for the default
 	ReasonCode string          `json:"reason_code,omitempty"`
 }
@@ -75,18 +61,6 @@ type CallDoc struct {
 	Name  string          `json:"name"`
 	Input json.RawMessage `json:"input"`
 	Cwd   string          `json:"cwd,omitempty"`
-}
-
-func (e Effect) valid() bool { return e == Deny || e == Ask || e == Allow }
-
-func (e Effect) String() string { return string(e) }
-
-// ParseEffect parses "allow", "ask" or "deny".
-func ParseEffect(s string) (Effect, error) {
-	if e := Effect(s); e.valid() {
-		return e, nil
-	}
-	return "", fmt.Errorf("unknown effect %q (want allow, ask or deny)", s)
 }
 
 // ParseCall reads one tool call as a person pastes it: the seed's tool_use

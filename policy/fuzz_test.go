@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/toolgate/toolgate/api"
 )
 
 // FuzzParse feeds arbitrary bytes to the loader: it must never panic, must
@@ -37,7 +39,7 @@ func FuzzParse(f *testing.F) {
 			{Tool: "mcp__github__create_pull_request", Input: []byte(`{"base":"main"}`)},
 		} {
 			d := p.Decide(c)
-			if d.Effect != Allow && d.Effect != Ask && d.Effect != Deny {
+			if d.Effect != api.EffectAllow && d.Effect != api.EffectAsk && d.Effect != api.EffectDeny {
 				t.Fatalf("effect %q", d.Effect)
 			}
 			p.Explain(c)
@@ -67,13 +69,13 @@ func FuzzCommand(f *testing.F) {
 	f.Fuzz(func(t *testing.T, command string) {
 		input := []byte(jsonString(command))
 		c := Call{Tool: "Bash", Input: input, Cwd: "/p"}
-		if allowEcho.Decide(c).Effect != Allow {
+		if allowEcho.Decide(c).Effect != api.EffectAllow {
 			return
 		}
-		if denyEcho.Decide(c).Effect != Deny {
+		if denyEcho.Decide(c).Effect != api.EffectDeny {
 			t.Errorf("%q: allowed as echo, but a deny of echo misses it", command)
 		}
-		if denyRm.Decide(c).Effect == Deny {
+		if denyRm.Decide(c).Effect == api.EffectDeny {
 			t.Errorf("%q: allowed as echo, but a deny of rm catches it", command)
 		}
 	})

@@ -3,17 +3,17 @@ package policy
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/api"
 )
 
 // Policy is a compiled, immutable policy document. It is safe for
 // concurrent use.
 type Policy struct {
-	Version int    // the document's "version"
-	Default Effect // the document's "default"
-	SHA256  string // hex sha256 of the document's bytes, as read
+	Version int        // the document's "version"
+	Default api.Effect // the document's "default"
+	SHA256  string     // hex sha256 of the document's bytes, as read
 
 	doc     Document
 	rules   []*rule
@@ -57,48 +57,41 @@ type Call struct {
 	Home  string // the home directory "~" expands to
 }
 
-// Decision is the outcome of Decide.
-type Decision struct {
-	Effect        Effect
-	RuleID        string // "" when the default applied
-	ReasonCode    string
-	Message       string        // the rule's message for the model, if it has one
-	Timeout       time.Duration // the rule's approval_timeout; 0 for the run's
-	PolicyVersion int
-	PolicySHA256  string
-}
-
 // Document returns the document the policy was compiled from.
 func (p *Policy) Document() Document { return p.doc }
 
 // Rules returns the rules as written, in file order.
 func (p *Policy) Rules() []RuleDoc { return p.doc.Rules }
 
-// Decide returns the policy's decision for one call. It never fails: input
-// that is not a JSON object is denied schema_invalid, and anything the
-// matcher does not understand never loosens the outcome.
-func (p *Policy) Decide(c Call) Decision {
+// Decide returns the rules' verdict on one call (source "policy"; the
+// rule's approval_timeout on an ask; the message for the model on a deny).
+// It never fails: input that is not a JSON object is denied schema_invalid,
+// and anything the matcher does not understand never loosens the outcome.
+// It does not check the input against a schema: Session.Evaluate does.
+func (p *Policy) Decide(c Call) api.Verdict {
 	return p.evaluate(c, nil)
 }
 
 // Trace is one rule's part in an explained decision.
 type Trace struct {
 	RuleID  string
-	Effect  Effect
+	Effect  api.Effect
 	Matched bool
 	Why     string
 }
 
 // Explain decides like Decide and also says, for every rule in evaluation
 // order, whether it matched and why.
-func (p *Policy) Explain(c Call) (Decision, []Trace) {
+func (p *Policy) Explain(c Call) (api.Verdict, []Trace) {
 	var traces []Trace
 	return p.evaluate(c, &traces), traces
 }
 
-func (p *Policy) evaluate(c Call, traces *[]Trace) Decision {
+func (p *Policy) evaluate(c Call, traces *[]Trace) api.Verdict {
 	if !gjson.ValidBytes(c.Input) || !gjson.ParseBytes(c.Input).IsObject() {
-		return p.decision(Deny, "", ReasonSchemaInvalid, "")
+		v := api.Deny(api.ReasonSchemaInvalid, api.SourceSchema)
+		v.Message = api.DenyMessage(v, "The input is not a JSON object.")
+		return v
 	}
 	ev := &evalCtx{call: c, input: string(c.Input)}
 	if traces != nil {
@@ -113,16 +106,14 @@ func (p *Policy) evaluate(c Call, traces *[]Trace) Decision {
 			return decided == nil
 		})
 		if decided != nil {
-			d := p.decision(decided.effect, decided.id, decided.reasonCode, decided.message)
-			d.Timeout = decided.timeout
-			return d
+			return verdict(decided)
 		}
 	}
-	return p.decision(p.Default, "", ReasonDefault, "")
+	return p.byDefault()
 }
 
 // explain evaluates every rule in order, saying why each matched or missed.
-func (p *Policy) explain(ev *evalCtx, traces *[]Trace) Decision {
+func (p *Policy) explain(ev *evalCtx, traces *[]Trace) api.Verdict {
 	var decided *rule
 	for i := range p.byOrder {
 		for _, r := range p.byOrder[i].all {
@@ -142,14 +133,30 @@ func (p *Policy) explain(ev *evalCtx, traces *[]Trace) Decision {
 		}
 	}
 	if decided == nil {
-		return p.decision(p.Default, "", ReasonDefault, "")
+		return p.byDefault()
 	}
-	return p.decision(decided.effect, decided.id, decided.reasonCode, decided.message)
+	return verdict(decided)
 }
 
-func (p *Policy) decision(e Effect, ruleID, reason, msg string) Decision {
-	return Decision{Effect: e, RuleID: ruleID, ReasonCode: reason, Message: msg,
-		PolicyVersion: p.Version, PolicySHA256: p.SHA256}
+// verdict is the verdict of a rule that matched.
+func verdict(r *rule) api.Verdict {
+	v := api.Verdict{Effect: r.effect, RuleID: r.id, ReasonCode: r.reasonCode, Source: api.SourcePolicy}
+	switch r.effect {
+	case api.EffectDeny:
+		v.Message = api.DenyMessage(v, r.message)
+	case api.EffectAsk:
+		v.ApprovalTimeout = api.Duration(r.timeout)
+	}
+	return v
+}
+
+// byDefault is the verdict when no rule matched.
+func (p *Policy) byDefault() api.Verdict {
+	v := api.Verdict{Effect: p.Default, ReasonCode: api.ReasonDefault, Source: api.SourcePolicy}
+	if v.Effect == api.EffectDeny {
+		v.Message = api.DenyMessage(v, "")
+	}
+	return v
 }
 
 func (p *Policy) index() {
@@ -169,11 +176,11 @@ func (p *Policy) index() {
 	}
 }
 
-func effectOrder(e Effect) int {
+func effectOrder(e api.Effect) int {
 	switch e {
-	case Deny:
+	case api.EffectDeny:
 		return 0
-	case Ask:
+	case api.EffectAsk:
 		return 1
 	}
 	return 2

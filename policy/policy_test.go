@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/api"
 )
 
 func mustParse(t testing.TB, doc string) *Policy {
@@ -35,21 +38,21 @@ func TestSeedSemantics(t *testing.T) {
 	tests := []struct {
 		name   string
 		call   Call
-		effect Effect
+		effect api.Effect
 		rule   string
 		reason string
 	}{
-		{"the seed's example call", call("mcp__github__create_pull_request", `{"base":"main","head":"feat","title":"T"}`), Ask, "ask-pr-main", "protected_branch"},
-		{".env", call("Read", `{"file_path":".env"}`), Deny, "deny-env", "secret_file"},
-		{"./.env", call("Read", `{"file_path":"./.env"}`), Deny, "deny-env", "secret_file"},
-		{"sub/../.env", call("Read", `{"file_path":"sub/../.env"}`), Deny, "deny-env", "secret_file"},
-		{"absolute .env in the project", call("Read", `{"file_path":"/project/.env"}`), Deny, "deny-env", "secret_file"},
-		{"duplicate slashes", call("Read", `{"file_path":"/project//.env"}`), Deny, "deny-env", "secret_file"},
-		{".env of another project", call("Read", `{"file_path":"/other/.env"}`), Ask, "", "default"},
-		{"unnamed MCP tool", call("mcp__docs__search", `{"q":"x"}`), Ask, "", "default"},
-		{"feature base", call("mcp__github__create_pull_request", `{"base":"develop"}`), Allow, "allow-pr-feature", ""},
-		{"base missing", call("mcp__github__create_pull_request", `{"head":"x"}`), Ask, "", "default"},
-		{"base of another type", call("mcp__github__create_pull_request", `{"base":["main"]}`), Ask, "", "default"},
+		{"the seed's example call", call("mcp__github__create_pull_request", `{"base":"main","head":"feat","title":"T"}`), api.EffectAsk, "ask-pr-main", "protected_branch"},
+		{".env", call("Read", `{"file_path":".env"}`), api.EffectDeny, "deny-env", "secret_file"},
+		{"./.env", call("Read", `{"file_path":"./.env"}`), api.EffectDeny, "deny-env", "secret_file"},
+		{"sub/../.env", call("Read", `{"file_path":"sub/../.env"}`), api.EffectDeny, "deny-env", "secret_file"},
+		{"absolute .env in the project", call("Read", `{"file_path":"/project/.env"}`), api.EffectDeny, "deny-env", "secret_file"},
+		{"duplicate slashes", call("Read", `{"file_path":"/project//.env"}`), api.EffectDeny, "deny-env", "secret_file"},
+		{".env of another project", call("Read", `{"file_path":"/other/.env"}`), api.EffectAsk, "", "default"},
+		{"unnamed MCP tool", call("mcp__docs__search", `{"q":"x"}`), api.EffectAsk, "", "default"},
+		{"feature base", call("mcp__github__create_pull_request", `{"base":"develop"}`), api.EffectAllow, "allow-pr-feature", ""},
+		{"base missing", call("mcp__github__create_pull_request", `{"head":"x"}`), api.EffectAsk, "", "default"},
+		{"base of another type", call("mcp__github__create_pull_request", `{"base":["main"]}`), api.EffectAsk, "", "default"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,8 +61,8 @@ func TestSeedSemantics(t *testing.T) {
 				t.Errorf("got %s rule %q reason %q, want %s rule %q reason %q",
 					d.Effect, d.RuleID, d.ReasonCode, tt.effect, tt.rule, tt.reason)
 			}
-			if d.PolicyVersion != 1 || len(d.PolicySHA256) != 64 {
-				t.Errorf("decision lacks the policy's identity: %+v", d)
+			if d.Source != api.SourcePolicy || (d.Effect == api.EffectDeny) != (d.Message != "") {
+				t.Errorf("a verdict says its source, and a deny its message: %+v", d)
 			}
 		})
 	}
@@ -72,7 +75,7 @@ func TestUnconstrainedAllowReleasesMain(t *testing.T) {
 	p := mustParse(t, `{"version":1,"default":"ask","rules":[
 		{"id":"allow-prs","effect":"allow","tool":"mcp__github__create_pull_request"}]}`)
 	d := p.Decide(call("mcp__github__create_pull_request", `{"base":"main"}`))
-	if d.Effect != Allow || d.RuleID != "allow-prs" {
+	if d.Effect != api.EffectAllow || d.RuleID != "allow-prs" {
 		t.Fatalf("got %+v, want allow by allow-prs", d)
 	}
 	// With the seed's ask rule in the same document, ask wins over allow.
@@ -147,7 +150,7 @@ func TestConditions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		d := p.Decide(call(tt.tool, tt.input))
-		if got := d.Effect == Allow; got != tt.allow {
+		if got := d.Effect == api.EffectAllow; got != tt.allow {
 			t.Errorf("%s %s: allow = %v, want %v (%+v)", tt.tool, tt.input, got, tt.allow, d)
 		}
 	}
@@ -156,7 +159,7 @@ func TestConditions(t *testing.T) {
 func TestInputThatIsNotAnObject(t *testing.T) {
 	p := mustParse(t, `{"version":1,"default":"allow","rules":[]}`)
 	for _, input := range []string{``, `[]`, `"x"`, `{"a":`, `{} {}`} {
-		if d := p.Decide(call("Bash", input)); d.Effect != Deny || d.ReasonCode != ReasonSchemaInvalid {
+		if d := p.Decide(call("Bash", input)); d.Effect != api.EffectDeny || d.ReasonCode != api.ReasonSchemaInvalid {
 			t.Errorf("input %q: got %+v, want deny schema_invalid", input, d)
 		}
 	}
@@ -246,11 +249,11 @@ func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 func TestApprovalTimeout(t *testing.T) {
 	p := mustParse(t, `{"version":1,"default":"ask","rules":[
 		{"id":"ask-push","effect":"ask","tool":"Bash","approval_timeout":"90s"}]}`)
-	if d := p.Decide(call("Bash", `{"command":"x"}`)); d.Timeout.Seconds() != 90 {
-		t.Errorf("timeout %v", d.Timeout)
+	if d := p.Decide(call("Bash", `{"command":"x"}`)); time.Duration(d.ApprovalTimeout).Seconds() != 90 {
+		t.Errorf("timeout %v", d.ApprovalTimeout)
 	}
-	if d := p.Decide(call("Read", `{}`)); d.Timeout != 0 {
-		t.Errorf("the default has no timeout of its own: %v", d.Timeout)
+	if d := p.Decide(call("Read", `{}`)); d.ApprovalTimeout != 0 {
+		t.Errorf("the default has no timeout of its own: %v", d.ApprovalTimeout)
 	}
 	for _, bad := range []string{`"soon"`, `"0s"`, `"-1m"`, `5`} {
 		if _, err := Parse("p.json", []byte(`{"version":1,"default":"ask","rules":[{"id":"a","effect":"ask","tool":"B","approval_timeout":`+bad+`}]}`)); err == nil {

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/api"
 )
 
 // rule is a compiled rule.
 type rule struct {
 	id         string
 	pos        int // place in the file
-	effect     Effect
+	effect     api.Effect
 	tool       string
 	glob       toolGlob
 	reasonCode string
@@ -149,7 +150,7 @@ func (l *loader) compileRules(docs []RuleDoc) []*rule {
 	return rules
 }
 
-func compileCondition(key string, d ConditionDoc, effect Effect) (*condition, error) {
+func compileCondition(key string, d ConditionDoc, effect api.Effect) (*condition, error) {
 	if key == "" {
 		return nil, fmt.Errorf("empty input key")
 	}

@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"strings"
+
+	"github.com/toolgate/toolgate/api"
 )
 
 // Permissions is the projection of a policy into Claude Code's settings:
@@ -39,11 +41,11 @@ func (p *Policy) Permissions() (Permissions, []Unprojected) {
 			continue
 		}
 		switch r.Effect {
-		case Allow:
+		case api.EffectAllow:
 			perms.Allow = append(perms.Allow, strs...)
-		case Ask:
+		case api.EffectAsk:
 			perms.Ask = append(perms.Ask, strs...)
-		case Deny:
+		case api.EffectDeny:
 			perms.Deny = append(perms.Deny, strs...)
 		}
 	}

@@ -3,6 +3,8 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/toolgate/toolgate/api"
 )
 
 // TestCwd is the working directory inline tests run in unless a test's call
@@ -29,12 +31,9 @@ func (p *Policy) check(t TestDoc) string {
 	if cwd == "" {
 		cwd = TestCwd
 	}
-	call := Call{Tool: t.Call.Name, Input: t.Call.Input, Cwd: cwd, Home: TestHome}
-	d := p.Decide(call)
-	if err := p.Validate(call.Tool, call.Input, nil); err != nil {
-		d = p.decision(Deny, "", ReasonSchemaInvalid, "")
-	}
-	got := describeDecision(d)
+	s := NewSession(p, nil, cwd, TestHome)
+	d := s.Evaluate(t.Call.Name, t.Call.Input)
+	got := Describe(d)
 	if d.Effect != t.Expect {
 		return fmt.Sprintf("expected %s, got %s", t.Expect, got)
 	}
@@ -55,7 +54,9 @@ func (p *Policy) check(t TestDoc) string {
 	return ""
 }
 
-func describeDecision(d Decision) string {
+// Describe says in a few words what decided a verdict: "deny by rule
+// \"deny-env\" (reason_code \"secret_file\")".
+func Describe(d api.Verdict) string {
 	if d.RuleID == "" {
 		return fmt.Sprintf("%s by the default (reason_code %q)", d.Effect, d.ReasonCode)
 	}

@@ -1,8 +1,8 @@
 // Package prompttool is the permission_prompt MCP tool that Claude Code
 // calls (--permission-prompt-tool) for every call it would ask a person
 // about. It is a thin mcp-go adapter over Decider: denials are tool
-// results, and a Go error means the protocol itself failed. It must not
-// import the ledger.
+// results, and a Go error means the protocol itself failed. It speaks the
+// api package's vocabulary and must not import the ledger or the daemon.
 package prompttool
 
 import (
@@ -13,34 +13,20 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/api"
 )
 
 // ToolName is the tool's name; Claude Code knows it as
 // mcp__<server>__permission_prompt.
 const ToolName = "permission_prompt"
 
-// Request is one permission prompt: the call Claude Code wants to make.
-type Request struct {
-	ToolName  string
-	ToolUseID string
-	Input     json.RawMessage // exactly as submitted
-	// Progress, when not nil, tells Claude Code that the decision is still
-	// being waited for (it resets the CLI's idle watchdog).
-	Progress func(message string)
-}
-
-// Answer is the decision on a prompt.
-type Answer struct {
-	Allow      bool
-	Input      json.RawMessage // the input to run on allow; the submitted one when nil
-	Message    string          // shown to the model on deny
-	ReasonCode string
-	RuleID     string
-}
-
-// Decider decides permission prompts.
+// Decider decides permission prompts: the verdict on one call (an allow
+// may carry the input to run in UpdatedInput; the submitted input runs
+// when it does not). progress, when not nil, tells Claude Code that the
+// decision is still being waited for (it resets the CLI's idle watchdog).
+// An error means the decision could not be made at all.
 type Decider interface {
-	Decide(ctx context.Context, r Request) (Answer, error)
+	Decide(ctx context.Context, r api.PromptRequest, progress func(message string)) (api.Verdict, error)
 }
 
 // Tool returns the permission_prompt tool and its handler.
@@ -52,48 +38,51 @@ func Tool(d Decider) (mcp.Tool, server.ToolHandlerFunc) {
 		mcp.WithString("tool_use_id", mcp.Description("The id of the tool_use block.")),
 	)
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		r, err := request(ctx, req)
+		r, progress, err := request(ctx, req)
 		if err != nil {
-			return answer(Answer{Message: "toolgate could not read this permission request: " + err.Error() +
-				" Do not retry the same call with the same arguments.", ReasonCode: "bad_request"}, nil), nil
+			return answer(api.Verdict{Effect: api.EffectDeny, ReasonCode: "bad_request",
+				Message: "toolgate could not read this permission request: " + err.Error() +
+					" Do not retry the same call with the same arguments."}, nil), nil
 		}
-		a, err := d.Decide(ctx, r)
+		v, err := d.Decide(ctx, r, progress)
 		if err != nil {
 			return nil, fmt.Errorf("permission_prompt: %w", err)
 		}
-		return answer(a, r.Input), nil
+		return answer(v, r.Input), nil
 	}
 }
 
-// request decodes the prompt's arguments, keeping the input's exact bytes.
-func request(ctx context.Context, req mcp.CallToolRequest) (Request, error) {
+// request decodes the prompt's arguments, keeping the input's exact bytes,
+// and the way to tell Claude Code about progress (nil without a token).
+func request(ctx context.Context, req mcp.CallToolRequest) (api.PromptRequest, func(string), error) {
 	raw := req.Params.RawArguments
 	if len(raw) == 0 {
 		b, err := json.Marshal(req.Params.Arguments)
 		if err != nil {
-			return Request{}, err
+			return api.PromptRequest{}, nil, err
 		}
 		raw = b
 	}
 	args := gjson.ParseBytes(raw)
-	r := Request{ToolName: args.Get("tool_name").String(), ToolUseID: args.Get("tool_use_id").String()}
+	r := api.PromptRequest{ToolName: args.Get("tool_name").String(), ToolUseID: args.Get("tool_use_id").String()}
 	input := args.Get("input")
 	if r.ToolName == "" || !input.IsObject() {
-		return r, fmt.Errorf("tool_name and an input object are required")
+		return r, nil, fmt.Errorf("tool_name and an input object are required")
 	}
 	r.Input = json.RawMessage(input.Raw)
+	var report func(string)
 	if meta := req.Params.Meta; meta != nil {
 		if id, ok := meta.AdditionalFields["claudecode/toolUseId"].(string); ok && r.ToolUseID == "" {
 			r.ToolUseID = id
 		}
 		if meta.ProgressToken != nil {
-			r.Progress = progress(ctx, meta.ProgressToken)
+			report = progress(ctx, meta.ProgressToken)
 		}
 	}
 	if r.ToolUseID == "" {
-		return r, fmt.Errorf("tool_use_id is missing")
+		return r, nil, fmt.Errorf("tool_use_id is missing")
 	}
-	return r, nil
+	return r, report, nil
 }
 
 // progress sends MCP progress notifications on the request's token.
@@ -113,23 +102,27 @@ func progress(ctx context.Context, token mcp.ProgressToken) func(string) {
 // answer is the tool result Claude Code expects: one text block whose text
 // is the JSON decision. reason_code and rule_id travel beside behavior for
 // other readers; the CLI ignores them.
-func answer(a Answer, submitted json.RawMessage) *mcp.CallToolResult {
+func answer(v api.Verdict, submitted json.RawMessage) *mcp.CallToolResult {
 	var doc map[string]any
-	if a.Allow {
-		input := a.Input
+	if v.Effect == api.EffectAllow {
+		input := v.UpdatedInput
 		if input == nil {
 			input = submitted
 		}
 		// Always echo the input: some CLI versions reject an allow without it.
 		doc = map[string]any{"behavior": "allow", "updatedInput": input}
 	} else {
-		doc = map[string]any{"behavior": "deny", "message": a.Message}
+		msg := v.Message
+		if msg == "" {
+			msg = api.DenyMessage(v, "")
+		}
+		doc = map[string]any{"behavior": "deny", "message": msg}
 	}
-	if a.ReasonCode != "" {
-		doc["reason_code"] = a.ReasonCode
+	if v.ReasonCode != "" {
+		doc["reason_code"] = v.ReasonCode
 	}
-	if a.RuleID != "" {
-		doc["rule_id"] = a.RuleID
+	if v.RuleID != "" {
+		doc["rule_id"] = v.RuleID
 	}
 	b, _ := json.Marshal(doc)
 	return mcp.NewToolResultText(string(b))

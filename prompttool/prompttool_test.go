@@ -16,19 +16,20 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/mcptest"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/toolgate/toolgate/api"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 // decider answers from a function and remembers the last request.
 type decider struct {
-	fn   func(Request) (Answer, error)
-	last Request
+	fn   func(api.PromptRequest, func(string)) (api.Verdict, error)
+	last api.PromptRequest
 }
 
-func (d *decider) Decide(_ context.Context, r Request) (Answer, error) {
+func (d *decider) Decide(_ context.Context, r api.PromptRequest, progress func(string)) (api.Verdict, error) {
 	d.last = r
-	return d.fn(r)
+	return d.fn(r, progress)
 }
 
 func TestToolSchemaGolden(t *testing.T) {
@@ -80,7 +81,9 @@ func first(t mcp.Tool, _ server.ToolHandlerFunc) mcp.Tool                { retur
 func second(_ mcp.Tool, h server.ToolHandlerFunc) server.ToolHandlerFunc { return h }
 
 func TestAllowEchoesTheInput(t *testing.T) {
-	d := &decider{fn: func(Request) (Answer, error) { return Answer{Allow: true, RuleID: "r"}, nil }}
+	d := &decider{fn: func(api.PromptRequest, func(string)) (api.Verdict, error) {
+		return api.Verdict{Effect: api.EffectAllow, RuleID: "r"}, nil
+	}}
 	text, isErr := call(t, d, `{"tool_name":"Bash","input":{"command":"echo hi","n":12345678901234567890},"tool_use_id":"toolu_1"}`)
 	if isErr {
 		t.Fatal("an allow is not an error")
@@ -101,8 +104,8 @@ func TestAllowEchoesTheInput(t *testing.T) {
 }
 
 func TestDenyIsAToolResult(t *testing.T) {
-	d := &decider{fn: func(Request) (Answer, error) {
-		return Answer{Message: "toolgate denied this call (rule r, reason_code x)", ReasonCode: "x", RuleID: "r"}, nil
+	d := &decider{fn: func(api.PromptRequest, func(string)) (api.Verdict, error) {
+		return api.Verdict{Effect: api.EffectDeny, Message: "toolgate denied this call (rule r, reason_code x)", ReasonCode: "x", RuleID: "r"}, nil
 	}}
 	text, _ := call(t, d, `{"tool_name":"Read","input":{"file_path":".env"},"tool_use_id":"toolu_2"}`)
 	var got map[string]any
@@ -113,7 +116,9 @@ func TestDenyIsAToolResult(t *testing.T) {
 }
 
 func TestBadArgumentsAreDenied(t *testing.T) {
-	d := &decider{fn: func(Request) (Answer, error) { return Answer{Allow: true}, nil }}
+	d := &decider{fn: func(api.PromptRequest, func(string)) (api.Verdict, error) {
+		return api.Verdict{Effect: api.EffectAllow}, nil
+	}}
 	for _, args := range []string{`{"tool_name":"Bash","input":{"command":"x"}}`, `{"input":{}}`, `{"tool_name":"Bash","input":"x","tool_use_id":"t"}`} {
 		text, _ := call(t, d, args)
 		if !strings.Contains(text, `"behavior":"deny"`) {
@@ -123,7 +128,9 @@ func TestBadArgumentsAreDenied(t *testing.T) {
 }
 
 func TestDeciderFailureIsAProtocolError(t *testing.T) {
-	d := &decider{fn: func(Request) (Answer, error) { return Answer{}, errors.New("daemon gone") }}
+	d := &decider{fn: func(api.PromptRequest, func(string)) (api.Verdict, error) {
+		return api.Verdict{}, errors.New("daemon gone")
+	}}
 	srv, err := mcptest.NewServer(t, server.ServerTool{Tool: first(Tool(d)), Handler: second(Tool(d))})
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +146,9 @@ func TestDeciderFailureIsAProtocolError(t *testing.T) {
 }
 
 func TestHostNeedsTheToken(t *testing.T) {
-	d := &decider{fn: func(Request) (Answer, error) { return Answer{Allow: true}, nil }}
+	d := &decider{fn: func(api.PromptRequest, func(string)) (api.Verdict, error) {
+		return api.Verdict{Effect: api.EffectAllow}, nil
+	}}
 	h, err := Listen(d, "test")
 	if err != nil {
 		t.Fatal(err)
@@ -180,16 +189,16 @@ func TestHostNeedsTheToken(t *testing.T) {
 // one, and the test fails if none ever arrives.
 func TestProgressReachesTheClient(t *testing.T) {
 	received := make(chan float64, 100)
-	d := &decider{fn: func(r Request) (Answer, error) {
+	d := &decider{fn: func(r api.PromptRequest, progress func(string)) (api.Verdict, error) {
 		for range 20 {
-			r.Progress("waiting for a person")
+			progress("waiting for a person")
 			select {
 			case <-received:
-				return Answer{Allow: true}, nil
+				return api.Verdict{Effect: api.EffectAllow}, nil
 			case <-time.After(250 * time.Millisecond):
 			}
 		}
-		return Answer{Message: "no progress ever reached the client"}, nil
+		return api.Verdict{Effect: api.EffectDeny, Message: "no progress ever reached the client"}, nil
 	}}
 	h, err := Listen(d, "test")
 	if err != nil {

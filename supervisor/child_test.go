@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/proc"
 )
 
 // TestMain lets this test binary stand in for claude (a helper process,
@@ -107,15 +109,15 @@ func TestStopGroupEndsLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !processAlive(pid) {
+	if !proc.Alive(pid) {
 		t.Fatal("the leftover should still run before stopGroup")
 	}
 	c.stopGroup(2 * time.Second)
 	deadline := time.Now().Add(5 * time.Second)
-	for processAlive(pid) && !isZombie(pid) && time.Now().Before(deadline) {
+	for proc.Alive(pid) && !isZombie(pid) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if processAlive(pid) && !isZombie(pid) {
+	if proc.Alive(pid) && !isZombie(pid) {
 		t.Errorf("process %d of the group survived", pid)
 	}
 }
@@ -128,30 +130,4 @@ func isZombie(pid int) bool {
 	}
 	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
 	return len(fields) > 0 && fields[0] == "Z"
-}
-
-func TestCheckClaudeArgs(t *testing.T) {
-	for _, args := range [][]string{
-		{"-p", "--permission-prompt-tool", "x"},
-		{"--permission-mode", "bypassPermissions"},
-		{"--permission-mode=dontAsk"},
-		{"--dangerously-skip-permissions"},
-		{"--permission-prompts", "none"},
-	} {
-		if err := checkClaudeArgs(args); err == nil {
-			t.Errorf("%v was accepted", args)
-		}
-	}
-	for _, args := range [][]string{
-		{"-p", "--permission-mode", "acceptEdits", "hi"},
-		{"-p", "--", "--dangerously-skip-permissions"}, // a prompt, after --
-	} {
-		if err := checkClaudeArgs(args); err != nil {
-			t.Errorf("%v: %v", args, err)
-		}
-	}
-	values, strict := mcpConfigArgs([]string{"-p", "--mcp-config", "a.json", "{\"mcpServers\":{}}", "--strict-mcp-config", "--mcp-config=b.json", "hi"})
-	if strings.Join(values, "|") != "a.json|{\"mcpServers\":{}}|b.json" || !strict {
-		t.Errorf("mcp configs %q strict=%v", values, strict)
-	}
 }

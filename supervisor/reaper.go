@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,7 +31,7 @@ func children(keep map[int]bool) []int {
 		if err != nil || keep[pid] {
 			continue
 		}
-		if ppid, ok := parentPID(pid); ok && ppid == self {
+		if ppid, ok := proc.Parent(pid); ok && ppid == self {
 			out = append(out, pid)
 		}
 	}
@@ -65,21 +66,6 @@ func reap() {
 		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
 		if pid <= 0 || err != nil {
 			return
-		}
-	}
-}
-
-// closeInherited marks every file descriptor above stderr close-on-exec.
-// What this process inherited (a cron job's lock file, say) must not leak
-// into the daemon it starts, which outlives it and would hold the lock.
-func closeInherited() {
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
-			unix.CloseOnExec(fd)
 		}
 	}
 }

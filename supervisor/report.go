@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,11 +8,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate/supervisor/api"
+	"github.com/toolgate/toolgate/api"
 )
 
-// ReportSchemaVersion is the version of the JSON report's shape.
-const ReportSchemaVersion = 1
+// ReportSchemaVersion is the version of the JSON report's shape. History:
+//
+//   - 1: 2026-11-29: calls with their effect, reason_code, rule, source,
+//     actor, approval and whether they ran; counts.
+//   - 2: 2026-12-02: each call is the audit's whole record of it (input,
+//     times, what the model saw), as toolgate audit --json lists it.
+const ReportSchemaVersion = 2
 
 // Report is what toolgate run writes with --report: every call of the
 // session and what came of it.
@@ -25,7 +29,7 @@ type Report struct {
 	EndedAt        time.Time    `json:"ended_at"`
 	ClaudeExitCode int          `json:"claude_exit_code"`
 	ExitCode       int          `json:"exit_code"`
-	Calls          []ReportCall `json:"calls"`
+	Calls          []api.Call   `json:"calls"`
 	Counts         Counts       `json:"counts"`
 	Warnings       []string     `json:"warnings,omitempty"`
 }
@@ -35,20 +39,6 @@ type ReportPolicy struct {
 	Path    string `json:"path"`
 	Version int    `json:"version"`
 	SHA256  string `json:"sha256"`
-}
-
-// ReportCall is one call in the report.
-type ReportCall struct {
-	ToolUseID  string `json:"tool_use_id"`
-	ToolName   string `json:"tool_name"`
-	Effect     string `json:"effect"`
-	ReasonCode string `json:"reason_code,omitempty"`
-	RuleID     string `json:"rule_id,omitempty"`
-	Source     string `json:"source,omitempty"`
-	Actor      string `json:"actor,omitempty"`
-	ApprovalID string `json:"approval_id,omitempty"`
-	Executed   bool   `json:"executed"`
-	Repeat     bool   `json:"repeat,omitempty"` // a later proposal of the same tool_use_id
 }
 
 // Counts are the report's totals.
@@ -64,79 +54,75 @@ type Counts struct {
 
 // Exit codes of toolgate run besides claude's own (sysexits).
 const (
-	ExitTempFail    = 75 // an approval expired
-	ExitNoPerm      = 77 // a call was denied
-	ExitUnavailable = 69
-	ExitConfig      = 78
-	ExitUsage       = 64
+	ExitTempFail = 75 // an approval expired
+	ExitNoPerm   = 77 // a call was denied
 )
 
-// buildReport assembles the report from the daemon's calls and the hook's
-// spool (calls denied while the daemon was unreachable).
-func buildReport(session string, calls []api.Call, spooled []ReportCall) Report {
-	r := Report{SchemaVersion: ReportSchemaVersion, Calls: []ReportCall{}, Counts: Counts{ByReason: map[string]int{}}}
+// buildReport assembles the report from the daemon's record of the
+// session's calls and the spool (calls denied while the daemon was
+// unreachable). A call of another session whose tool_use_id this one sent
+// again counts only for what this session got.
+func buildReport(session string, calls []api.Call, spooled []api.SpoolLine) Report {
+	r := Report{SchemaVersion: ReportSchemaVersion, Calls: []api.Call{}, Counts: Counts{ByReason: map[string]int{}}}
 	seen := map[string]bool{}
-	fromSpool := map[string]ReportCall{}
-	for _, c := range spooled {
-		fromSpool[c.ToolUseID] = c
+	denied := map[string]api.SpoolLine{}
+	for _, l := range spooled {
+		if l.Event == api.PreToolUse {
+			denied[l.ToolUseID] = l
+		}
 	}
 	for _, c := range calls {
 		seen[c.ToolUseID] = true
-		if c.SessionID != session {
-			// Another session's call whose tool_use_id this one sent again:
-			// only what this session got counts.
-			for _, rep := range c.Repeats {
-				if rep.SessionID == session {
-					r.Calls = append(r.Calls, ReportCall{ToolUseID: c.ToolUseID, ToolName: c.ToolName, Effect: rep.Effect,
-						ReasonCode: rep.ReasonCode, Source: api.SourceLedger, Repeat: true})
-				}
+		if c.SessionID == session {
+			if l, ok := denied[c.ToolUseID]; ok && c.Effect == "" {
+				// Proposed, then the daemon went away before it decided: the
+				// hook's fail-closed deny is what happened.
+				c.Verdict = api.Deny(l.ReasonCode, api.SourceGate)
 			}
-			continue
+			r.Calls = append(r.Calls, c)
 		}
-		rc := ReportCall{ToolUseID: c.ToolUseID, ToolName: c.ToolName, Effect: c.Effect,
-			ReasonCode: c.ReasonCode, RuleID: c.RuleID, Source: c.Source, Actor: c.Actor,
-			ApprovalID: c.ApprovalID, Executed: c.Executed}
-		if s, ok := fromSpool[c.ToolUseID]; ok && rc.Effect == "" {
-			// Proposed, then the daemon went away before it decided: the
-			// hook's fail-closed deny is what happened.
-			rc.Effect, rc.ReasonCode, rc.Source = s.Effect, s.ReasonCode, s.Source
-		}
-		r.Calls = append(r.Calls, rc)
 		for _, rep := range c.Repeats {
-			if rep.SessionID != session {
-				continue
+			if rep.SessionID == session {
+				// The model sent the tool_use_id again: one more entry, with
+				// the answer the repeat got.
+				r.Calls = append(r.Calls, api.Call{ToolUseID: c.ToolUseID, SessionID: session, ToolName: c.ToolName,
+					ProposedAt: rep.ProposedAt, Repeat: true,
+					Verdict: api.Verdict{Effect: rep.Effect, ReasonCode: rep.ReasonCode, Source: api.SourceLedger}})
 			}
-			// The model sent the tool_use_id again: one more entry, with
-			// the answer the repeat got.
-			r.Calls = append(r.Calls, ReportCall{ToolUseID: c.ToolUseID, ToolName: c.ToolName, Effect: rep.Effect,
-				ReasonCode: rep.ReasonCode, Source: api.SourceLedger, Repeat: true})
 		}
 	}
-	for _, c := range spooled {
-		if !seen[c.ToolUseID] {
-			seen[c.ToolUseID] = true
-			r.Calls = append(r.Calls, c)
+	for _, l := range spooled {
+		if l.Event == api.PreToolUse && !seen[l.ToolUseID] {
+			seen[l.ToolUseID] = true
+			t := l.Time
+			r.Calls = append(r.Calls, api.Call{ToolUseID: l.ToolUseID, SessionID: session, ToolName: l.ToolName,
+				Input: l.Input, ProposedAt: t, Verdict: api.Deny(l.ReasonCode, api.SourceGate)})
 		}
 	}
 	for _, c := range r.Calls {
-		r.Counts.Calls++
-		if c.Executed {
-			r.Counts.Executed++
-		}
-		switch {
-		case c.Effect == api.Allow:
-			r.Counts.Allowed++
-		case c.Effect == api.Deny && c.ReasonCode == api.ReasonApprovalExpired:
-			r.Counts.Expired++
-			r.Counts.ByReason[c.ReasonCode]++
-		case c.Effect == api.Deny:
-			r.Counts.Denied++
-			r.Counts.ByReason[c.ReasonCode]++
-		default:
-			r.Counts.Pending++
-		}
+		r.Counts.add(c)
 	}
 	return r
+}
+
+// add counts one call.
+func (n *Counts) add(c api.Call) {
+	n.Calls++
+	if c.Executed {
+		n.Executed++
+	}
+	switch {
+	case c.Effect == api.EffectAllow:
+		n.Allowed++
+	case c.Effect == api.EffectDeny && c.ReasonCode == api.ReasonApprovalExpired:
+		n.Expired++
+		n.ByReason[c.ReasonCode]++
+	case c.Effect == api.EffectDeny:
+		n.Denied++
+		n.ByReason[c.ReasonCode]++
+	default:
+		n.Pending++
+	}
 }
 
 // exitCode picks toolgate run's exit code: 75 if an approval expired, 77
@@ -168,31 +154,6 @@ func (r *Report) Summary() string {
 	}
 	s += fmt.Sprintf(", %d expired, %d executed; claude exited %d; exit %d", r.Counts.Expired, r.Counts.Executed, r.ClaudeExitCode, r.ExitCode)
 	return s
-}
-
-// readSpool reads the calls the hook denied without the daemon.
-func readSpool(path string) []ReportCall {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []ReportCall
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var line struct {
-			Event      string `json:"hook_event_name"`
-			ToolUseID  string `json:"tool_use_id"`
-			ToolName   string `json:"tool_name"`
-			ReasonCode string `json:"reason_code"`
-		}
-		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Event != "PreToolUse" || line.ToolUseID == "" {
-			continue
-		}
-		out = append(out, ReportCall{ToolUseID: line.ToolUseID, ToolName: line.ToolName, Effect: api.Deny,
-			ReasonCode: line.ReasonCode, Source: api.SourceGate})
-	}
-	return out
 }
 
 // writeReport writes the report atomically (0600).

@@ -12,19 +12,20 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolgate/toolgate/hook"
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/daemon"
 	"github.com/toolgate/toolgate/policy"
 	"github.com/toolgate/toolgate/prompttool"
 	"github.com/toolgate/toolgate/render"
-	"github.com/toolgate/toolgate/supervisor/api"
 )
 
 // RunConfig configures one supervised claude.
 type RunConfig struct {
-	Paths           Paths
+	Paths           api.Paths
 	PolicyPath      string
 	ReportPath      string        // where to write the JSON report; none when ""
-	ApprovalTimeout time.Duration // DefaultApprovalTimeout when 0
+	ApprovalTimeout time.Duration // api.DefaultApprovalTimeout when 0
 	OnAsk           string        // "wait" or "deny"
 	Claude          string        // the claude executable
 	ClaudeArgs      []string      // the user's own arguments
@@ -38,18 +39,13 @@ type RunConfig struct {
 	Logger          *slog.Logger
 }
 
-// HookTimeout is the timeout toolgate run gives its hook in Claude Code's
-// settings, in seconds. The hook answers by itself well before it (see
-// hook.Timeout): a hook killed at its timeout would be "no verdict".
-const HookTimeout = 30
-
 // PromptToolName is the prompt tool as Claude Code names it.
 const PromptToolName = "mcp__toolgate__" + prompttool.ToolName
 
 // Run gates one claude process from start to end and returns the report;
 // its ExitCode is what toolgate run exits with. An error means claude was
-// not started: a *policy.LoadErrors (exit 78), an *ArgsError (64), or the
-// gate could not start (69).
+// not started: a *policy.LoadErrors (exit 78), a *claudecode.ArgsError
+// (64), or the gate could not start (69).
 func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	log := cfg.Logger
 	if log == nil {
@@ -63,11 +59,11 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	if err := checkClaudeArgs(cfg.ClaudeArgs); err != nil {
+	if err := claudecode.CheckArgs(cfg.ClaudeArgs); err != nil {
 		return Report{}, err
 	}
-	start := StartConfig{Paths: cfg.Paths, Self: cfg.Self, IdleExit: 5 * time.Minute}
-	client, err := EnsureDaemon(ctx, start)
+	start := daemon.StartConfig{Paths: cfg.Paths, Self: cfg.Self, IdleExit: 5 * time.Minute}
+	client, err := daemon.Ensure(ctx, start)
 	if err != nil {
 		return Report{}, &UnavailableError{err}
 	}
@@ -77,7 +73,7 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	}
 	timeout := cfg.ApprovalTimeout
 	if timeout <= 0 {
-		timeout = DefaultApprovalTimeout
+		timeout = api.DefaultApprovalTimeout
 	}
 	sess, err := client.Register(ctx, api.RegisterRequest{Policy: doc, PolicyName: cfg.PolicyPath,
 		ApprovalTimeout: api.Duration(timeout), OnAsk: cfg.OnAsk, Cwd: cfg.Cwd, Home: cfg.Home,
@@ -101,7 +97,7 @@ type runner struct {
 	cfg     RunConfig
 	log     *slog.Logger
 	client  *api.Client
-	start   StartConfig
+	start   daemon.StartConfig
 	session string
 	timeout time.Duration
 	spool   string
@@ -169,19 +165,18 @@ func (r *runner) endOrphans(ctx context.Context) {
 // temporary directory: the prompt tool's token is never on a command line)
 // and returns claude's arguments: toolgate's, then the user's.
 func (r *runner) claudeArgs(dir string, host *prompttool.Host) ([]string, error) {
-	entry := []map[string]any{{"matcher": "*", "hooks": []map[string]any{{"type": "command", "command": hook.CommandLine(r.cfg.Hook), "timeout": HookTimeout}}}}
-	settings := map[string]any{"hooks": map[string]any{"PreToolUse": entry, "PostToolUse": entry,
-		"PostToolUseFailure": entry, "PostToolBatch": entry}}
+	settings := claudecode.HooksSettings(claudecode.CommandLine(r.cfg.Hook),
+		api.PreToolUse, api.PostToolUse, api.PostToolUseFailure, api.PostToolBatch)
 	// The CLI's own timeout for the prompt tool must be longer than any
 	// approval wait, so that the gate's expiry always answers first.
 	mcpTimeout := (r.timeout + 5*time.Minute).Milliseconds()
 	mcpConfig := map[string]any{"mcpServers": map[string]any{"toolgate": map[string]any{
 		"type": "http", "url": host.URL, "headers": map[string]string{"Authorization": "Bearer " + host.Token},
 		"timeout": mcpTimeout}}}
+	mcpDoc, _ := json.Marshal(mcpConfig)
 	settingsFile, mcpFile := filepath.Join(dir, "settings.json"), filepath.Join(dir, "mcp.json")
-	for path, v := range map[string]any{settingsFile: settings, mcpFile: mcpConfig} {
-		b, _ := json.Marshal(v)
-		if err := os.WriteFile(path, b, 0o600); err != nil {
+	for path, doc := range map[string][]byte{settingsFile: settings, mcpFile: mcpDoc} {
+		if err := os.WriteFile(path, doc, 0o600); err != nil {
 			return nil, err
 		}
 	}
@@ -200,7 +195,7 @@ func (r *runner) watchDaemon(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		if !DaemonAlive(r.cfg.Paths) {
+		if !daemon.Alive(r.cfg.Paths) {
 			r.restart(ctx)
 		}
 	}
@@ -208,7 +203,7 @@ func (r *runner) watchDaemon(ctx context.Context) {
 
 // restart starts the daemon again; it says so once when it cannot.
 func (r *runner) restart(ctx context.Context) bool {
-	_, err := EnsureDaemon(ctx, r.start)
+	_, err := daemon.Ensure(ctx, r.start)
 	if err == nil {
 		r.log.Info("daemon restarted")
 		return true
@@ -227,7 +222,7 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var warnings []string
-	spooled := readSpool(r.spool) // before the daemon, at the session's end, ingests and removes it
+	spooled, _ := api.ReadSpool(r.spool) // before the daemon, at the session's end, ingests and removes it
 	_, err := r.client.EndSession(ctx, r.session)
 	if api.IsUnavailable(err) && r.restart(ctx) {
 		_, err = r.client.EndSession(ctx, r.session)
@@ -266,37 +261,36 @@ type promptDecider struct{ r *runner }
 // waits for a person; the CLI's idle watchdog would abort it otherwise.
 const ProgressInterval = 2 * time.Second
 
-func (p *promptDecider) Decide(ctx context.Context, req prompttool.Request) (prompttool.Answer, error) {
-	preq := api.PromptRequest{SessionID: p.r.session, ToolName: req.ToolName, ToolUseID: req.ToolUseID, Input: req.Input}
+func (p *promptDecider) Decide(ctx context.Context, req api.PromptRequest, progress func(string)) (api.Verdict, error) {
+	req.SessionID = p.r.session
 	announced := false
 	for attempt := 0; ; attempt++ {
-		v, err := p.r.client.Prompt(ctx, preq)
-		if err == nil && v.Effect == api.Ask {
+		v, err := p.r.client.Prompt(ctx, req)
+		if err == nil && v.Effect == api.EffectAsk {
 			if !announced {
 				announced = true
 				p.r.announce(req, v)
 			}
-			v, err = p.wait(ctx, req, v.ApprovalID)
+			v, err = p.wait(ctx, v.ApprovalID, progress)
 		}
 		if err == nil {
-			return answer(v), nil
+			return v, nil
 		}
 		if ctx.Err() != nil {
-			return prompttool.Answer{}, ctx.Err() // the CLI gave up on this call
+			return api.Verdict{}, ctx.Err() // the CLI gave up on this call
 		}
 		if api.IsUnavailable(err) && attempt < 3 && p.r.restart(ctx) {
 			continue // the daemon is back: ask again, it finds the same approval
 		}
 		p.r.log.Error("permission prompt", "tool_use_id", req.ToolUseID, "err", err)
-		v = api.Verdict{Effect: api.Deny, ReasonCode: api.ReasonGateUnavailable, Source: api.SourceGate}
-		v.Message = api.DenyMessage(v, "")
+		v = api.Deny(api.ReasonGateUnavailable, api.SourceGate)
 		p.r.spoolDeny(req, v)
-		return answer(v), nil
+		return v, nil
 	}
 }
 
 // wait waits for the approval, sending progress to the CLI meanwhile.
-func (p *promptDecider) wait(ctx context.Context, req prompttool.Request, id string) (api.Verdict, error) {
+func (p *promptDecider) wait(ctx context.Context, id string, progress func(string)) (api.Verdict, error) {
 	type result struct {
 		v   api.Verdict
 		err error
@@ -306,32 +300,26 @@ func (p *promptDecider) wait(ctx context.Context, req prompttool.Request, id str
 		v, err := p.r.client.Wait(ctx, id)
 		done <- result{v, err}
 	}()
+	if progress == nil {
+		progress = func(string) {}
+	}
 	tick := time.NewTicker(ProgressInterval)
 	defer tick.Stop()
-	if req.Progress != nil {
-		// At once: the first notification of a request may be lost while
-		// the response turns into an event stream; the later ones are not.
-		req.Progress("waiting for a person to approve " + id)
-	}
+	// At once: the first notification of a request may be lost while the
+	// response turns into an event stream; the later ones are not.
+	progress("waiting for a person to approve " + id)
 	for {
 		select {
 		case r := <-done:
 			return r.v, r.err
 		case <-tick.C:
-			if req.Progress != nil {
-				req.Progress("waiting for a person to approve " + id)
-			}
+			progress("waiting for a person to approve " + id)
 		}
 	}
 }
 
-func answer(v api.Verdict) prompttool.Answer {
-	return prompttool.Answer{Allow: v.Effect == api.Allow, Input: v.Input, Message: v.Message,
-		ReasonCode: v.ReasonCode, RuleID: v.RuleID}
-}
-
 // announce prints the one progress line of an ask on stderr.
-func (r *runner) announce(req prompttool.Request, v api.Verdict) {
+func (r *runner) announce(req api.PromptRequest, v api.Verdict) {
 	left := ""
 	if v.ExpiresAt != nil {
 		left = "; expires in " + time.Until(*v.ExpiresAt).Round(time.Second).String()
@@ -341,14 +329,7 @@ func (r *runner) announce(req prompttool.Request, v api.Verdict) {
 }
 
 // spoolDeny records a call denied without the daemon, as the hook does.
-func (r *runner) spoolDeny(req prompttool.Request, v api.Verdict) {
-	line, _ := json.Marshal(map[string]string{"time": time.Now().UTC().Format(time.RFC3339Nano),
-		"hook_event_name": "PreToolUse", "tool_use_id": req.ToolUseID, "tool_name": req.ToolName,
-		"reason_code": v.ReasonCode})
-	f, err := os.OpenFile(r.spool, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return
-	}
-	f.Write(append(line, '\n'))
-	f.Close()
+func (r *runner) spoolDeny(req api.PromptRequest, v api.Verdict) {
+	api.AppendSpool(r.spool, api.SpoolLine{Time: time.Now().UTC(), Event: api.PreToolUse, ToolUseID: req.ToolUseID,
+		ToolName: req.ToolName, ReasonCode: v.ReasonCode})
 }

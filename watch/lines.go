@@ -9,19 +9,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/render"
-	"github.com/toolgate/toolgate/supervisor/api"
 )
 
 // LineMode is toolgate watch for anything that is not a terminal: one line
 // per ask, decision and expiry, at most 80 columns where it can, and
 // commands typed one per line ("a ID", "d ID [WHY]", "q"). It returns at
 // q or at the end of the input.
-func LineMode(ctx context.Context, c Client, in io.Reader, out io.Writer) error {
+func LineMode(ctx context.Context, c api.Approver, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	l := &lines{client: c, out: out}
-	go follow(ctx, c, l.show)
+	go api.Follow(ctx, c, l.show)
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		if quit := l.command(ctx, strings.Fields(sc.Text())); quit {
@@ -32,37 +32,33 @@ func LineMode(ctx context.Context, c Client, in io.Reader, out io.Writer) error 
 }
 
 type lines struct {
-	client Client
-	out    io.Writer
-	mu     sync.Mutex
-	queue  queue
-	down   bool // said that the daemon is away
+	client  api.Approver
+	out     io.Writer
+	mu      sync.Mutex
+	pending []api.ApprovalDetail
+	started bool // the first snapshot was shown
 }
 
-func (l *lines) show(msg any) {
+func (l *lines) show(c api.Change) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	switch msg := msg.(type) {
-	case connected:
-		if msg.err != nil && !l.down {
-			fmt.Fprintln(l.out, "toolgate watch: the daemon is not reachable; trying again…")
+	if !c.Connected {
+		fmt.Fprintln(l.out, "toolgate watch: the daemon is not reachable; trying again…")
+		return
+	}
+	l.pending = c.Pending
+	what := "ask"
+	if !l.started {
+		l.started, what = true, "waiting"
+		if len(c.Pending) == 0 {
+			fmt.Fprintln(l.out, "toolgate watch: nothing is waiting; new asks show here (a ID approves, d ID denies, q quits)")
 		}
-		l.down = msg.err != nil
-	case api.WatchEvent:
-		l.queue.apply(msg)
-		switch msg.Type {
-		case api.EventSnapshot:
-			for _, d := range l.queue.list() {
-				l.line("waiting", d)
-			}
-			if len(msg.Pending) == 0 {
-				fmt.Fprintln(l.out, "toolgate watch: nothing is waiting; new asks show here (a ID approves, d ID denies, q quits)")
-			}
-		case api.EventRequested:
-			l.line("ask", *msg.Approval)
-		case api.EventDecided, api.EventExpired:
-			l.line(msg.Approval.Approval.Status, *msg.Approval)
-		}
+	}
+	for _, d := range c.Added {
+		l.line(what, d)
+	}
+	for _, d := range c.Removed {
+		l.line(d.Approval.Status, d)
 	}
 }
 
@@ -118,7 +114,7 @@ func (l *lines) target(f []string) (string, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	list := l.queue.list()
+	list := l.pending
 	if len(list) != 1 {
 		return "", fmt.Errorf("%d asks are waiting: name one (%s ID)", len(list), f[0])
 	}

@@ -11,18 +11,18 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/render"
-	"github.com/toolgate/toolgate/supervisor/api"
 )
 
 // Screen runs the full-screen approver on a terminal until the person
 // quits (q) or ctx ends.
-func Screen(ctx context.Context, c Client, in io.Reader, out io.Writer) error {
+func Screen(ctx context.Context, c api.Approver, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m := newModel(ctx, c)
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithAltScreen())
-	go follow(ctx, c, func(msg any) { p.Send(msg) })
+	go api.Follow(ctx, c, func(c api.Change) { p.Send(c) })
 	_, err := p.Run()
 	if err == tea.ErrProgramKilled && ctx.Err() != nil {
 		return ctx.Err()
@@ -33,9 +33,8 @@ func Screen(ctx context.Context, c Client, in io.Reader, out io.Writer) error {
 // model is the screen's state.
 type model struct {
 	ctx    context.Context
-	client Client
-	queue  queue
-	list   []api.ApprovalDetail // queue.list(), as shown
+	client api.Approver
+	list   []api.ApprovalDetail // what is pending, as shown
 	cursor string               // the selected approval's id
 	log    []string             // what happened, newest last
 	up     bool                 // the event stream is connected
@@ -54,7 +53,7 @@ type decided struct {
 
 type tick time.Time
 
-func newModel(ctx context.Context, c Client) *model {
+func newModel(ctx context.Context, c api.Approver) *model {
 	ti := textinput.New()
 	ti.Prompt = "deny, with a reason for the audit (Enter denies, Esc goes back): "
 	ti.CharLimit = 500
@@ -72,13 +71,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tick:
 		m.now = time.Time(msg)
 		return m, every()
-	case connected:
-		m.up = msg.err == nil
-		if msg.err != nil {
-			m.down = "the daemon is not reachable; trying again…"
-		}
-	case api.WatchEvent:
-		m.event(msg)
+	case api.Change:
+		m.change(msg)
 	case decided:
 		if msg.err != nil {
 			m.note(fmt.Sprintf("%s %s: %s", msg.decision, msg.id, decisionError(msg.err)))
@@ -89,22 +83,22 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-// event takes in one event from the daemon and says what happened.
-func (m *model) event(ev api.WatchEvent) {
-	m.queue.apply(ev)
-	m.list = m.queue.list()
-	if a := ev.Approval; a != nil {
-		what := ev.Type
-		switch {
-		case ev.Type == api.EventRequested:
-			what = "asked"
-			if m.cursor == "" {
-				m.cursor = a.Approval.ID
-			}
-		case a.Decision != nil:
-			what = a.Approval.Status + " by " + a.Decision.Actor
+// change takes in one change from the daemon and says what happened.
+func (m *model) change(c api.Change) {
+	m.up = c.Connected
+	if !c.Connected {
+		m.down = "the daemon is not reachable; trying again…"
+		return
+	}
+	m.list = c.Pending
+	for _, d := range c.Added {
+		if m.cursor == "" {
+			m.cursor = d.Approval.ID
 		}
-		m.note(fmt.Sprintf("%s %s  %s: %s", what, a.Approval.ID, a.Approval.ToolName, render.Summary(a.Approval.ToolName, a.Approval.Input, 40)))
+		m.note(fmt.Sprintf("asked %s  %s: %s", d.Approval.ID, d.Approval.ToolName, render.Summary(d.Approval.ToolName, d.Approval.Input, 40)))
+	}
+	for _, d := range c.Removed {
+		m.note(fmt.Sprintf("%s %s  %s: %s", outcome(d), d.Approval.ID, d.Approval.ToolName, render.Summary(d.Approval.ToolName, d.Approval.Input, 40)))
 	}
 	if m.selected() < 0 && len(m.list) > 0 {
 		m.cursor = m.list[0].Approval.ID

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/toolgate/toolgate/claudecode"
 	"github.com/toolgate/toolgate/demo"
 	"github.com/urfave/cli/v2"
 )
@@ -46,7 +47,7 @@ EXIT STATUS
 			}
 			claude := cliCtx.String("claude")
 			if claude == "" {
-				if claude, err = demo.FindClaude(cliCtx.Context, demo.PinnedClaudeVersion, cliCtx.App.ErrWriter); err != nil {
+				if claude, err = demo.FindClaude(cliCtx.Context, claudecode.PinnedVersion, cliCtx.App.ErrWriter); err != nil {
 					return &gateUnavailable{err}
 				}
 			} else if claude, err = exec.LookPath(claude); err != nil {

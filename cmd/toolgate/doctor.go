@@ -5,16 +5,17 @@ import (
 	"os"
 	"os/exec"
 
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/claudecode"
 	"github.com/toolgate/toolgate/demo"
 	"github.com/toolgate/toolgate/doctor"
 	"github.com/toolgate/toolgate/install"
-	"github.com/toolgate/toolgate/supervisor"
 	"github.com/urfave/cli/v2"
 )
 
 // testedClaudeVersions are the Claude Code releases the end-to-end suite
 // passed on (README, Compatibility).
-var testedClaudeVersions = []string{demo.PinnedClaudeVersion}
+var testedClaudeVersions = []string{claudecode.PinnedVersion, claudecode.OldestTestedVersion}
 
 func doctorCommand() *cli.Command {
 	return &cli.Command{
@@ -40,12 +41,12 @@ EXIT STATUS
 			home, _ := os.UserHomeDir()
 			claude := cliCtx.String("claude")
 			if claude == "claude" {
-				if cached := demo.ClaudeCacheDir(demo.PinnedClaudeVersion) + "/node_modules/.bin/claude"; fileExists(cached) && !onPath("claude") {
+				if cached := demo.ClaudeCacheDir(claudecode.PinnedVersion) + "/node_modules/.bin/claude"; fileExists(cached) && !onPath("claude") {
 					claude = cached
 				}
 			}
 			checks := doctor.Run(cliCtx.Context, doctor.Config{Paths: gatePaths(""), Claude: claude, Tested: testedClaudeVersions,
-				Cwd: cwd, Home: home, UserSettings: install.UserSettings(os.Getenv, home), DBusAddress: os.Getenv("DBUS_SESSION_BUS_ADDRESS"), ApprovalWait: supervisor.DefaultApprovalTimeout})
+				Cwd: cwd, Home: home, UserSettings: install.UserSettings(os.Getenv, home), DBusAddress: os.Getenv("DBUS_SESSION_BUS_ADDRESS"), ApprovalWait: api.DefaultApprovalTimeout})
 			failed := false
 			for _, c := range checks {
 				failed = failed || c.Status == doctor.Fail

@@ -97,3 +97,22 @@ func exitCode(err error, stderr io.Writer) int {
 		return exitFailure
 	}
 }
+
+// permissionError is a refusal to let this caller act (EX_NOPERM).
+type permissionError struct{ err error }
+
+func (e *permissionError) Error() string { return e.err.Error() }
+
+// conflictError is a decision on an approval that is no longer pending.
+type conflictError struct {
+	err     error
+	expired bool
+}
+
+func (e *conflictError) Error() string { return e.err.Error() }
+
+// gateUnavailable is the gate's daemon or ledger being out of reach.
+type gateUnavailable struct{ err error }
+
+func (e *gateUnavailable) Error() string { return e.err.Error() }
+func (e *gateUnavailable) Unwrap() error { return e.err }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/hook"
 	"github.com/toolgate/toolgate/install"
 	"github.com/toolgate/toolgate/policy"
@@ -49,7 +50,7 @@ EXIT STATUS
 			&cli.StringFlag{Name: "policy", Usage: "the policy installed sessions are gated by", EnvVars: []string{policyEnv},
 				Value: defaultPolicy(), DefaultText: "$XDG_CONFIG_HOME/toolgate/policy.json"},
 			&cli.DurationFlag{Name: "approval-timeout", Usage: "how long an ask waits for toolgate's approvers before Claude Code's own dialog decides",
-				Value: hook.DefaultApprovalTimeout},
+				Value: api.DefaultInstalledApprovalTimeout},
 			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
 			jsonFlag(),
 		},

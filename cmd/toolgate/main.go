@@ -1,6 +1,9 @@
-// Command toolgate is the permission gate for the Claude Code CLI: it checks
-// and explains policies and, in later layers, runs the gate daemon, wraps
-// claude -p, and lets a person approve or deny what an agent asks to do.
+// Command toolgate is the permission gate for the Claude Code CLI: it wraps
+// claude -p (run), serves the gate daemon (serve), lets a person approve or
+// deny what an agent asks (pending, approve, deny, watch, notify), installs
+// the hook for interactive sessions, audits the record, and checks and
+// explains policies. Each command is in a file of its own; errors become
+// exit codes in exitcode.go only.
 //
 // Environment variables (each is also a flag; the flag wins):
 //

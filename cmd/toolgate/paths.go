@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/toolgate/toolgate/supervisor"
-	"github.com/toolgate/toolgate/supervisor/api"
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/daemon"
 )
 
 // Where toolgate keeps its state, following the XDG base directory
@@ -43,8 +43,8 @@ func stateDir() string {
 }
 
 // gatePaths are the daemon's paths; ledger overrides the ledger directory.
-func gatePaths(ledger string) supervisor.Paths {
-	return supervisor.Paths{RuntimeDir: runtimeDir(), StateDir: stateDir(), Ledger: ledger}
+func gatePaths(ledger string) api.Paths {
+	return api.Paths{RuntimeDir: runtimeDir(), StateDir: stateDir(), Ledger: ledger}
 }
 
 // defaultLedgerDir is $XDG_STATE_HOME/toolgate/ledger.
@@ -66,7 +66,7 @@ func startDetached(ctx context.Context, ledger string) error {
 	if err != nil {
 		return err
 	}
-	_, err = supervisor.EnsureDaemon(ctx, supervisor.StartConfig{Paths: gatePaths(ledger), Self: self, IdleExit: 5 * time.Minute})
+	_, err = daemon.Ensure(ctx, daemon.StartConfig{Paths: gatePaths(ledger), Self: self, IdleExit: 5 * time.Minute})
 	if err != nil {
 		return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate doctor", err)}
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/toolgate/toolgate/policy"
+	"github.com/toolgate/toolgate/api"
 	"github.com/urfave/cli/v2"
 )
 
@@ -78,7 +78,7 @@ func runPolicyExplain(w io.Writer, opts callOptions, asJSON bool) error {
 		fmt.Fprintf(w, "%3d  %-5s  %s  %-24s %s\n", i+1, t.Effect, mark, t.RuleID, t.Why)
 	}
 	if out.RuleID == nil {
-		fmt.Fprintf(w, "no rule matched: the default %s applies (reason_code %s)\n", out.Effect, policy.ReasonDefault)
+		fmt.Fprintf(w, "no rule matched: the default %s applies (reason_code %s)\n", out.Effect, api.ReasonDefault)
 		return nil
 	}
 	fmt.Fprintf(w, "decision: %s by rule %q (reason_code %s)\n", out.Effect, *out.RuleID, out.ReasonCode)

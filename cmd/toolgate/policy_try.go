@@ -1,11 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/policy"
 	"github.com/urfave/cli/v2"
 )
@@ -96,16 +96,15 @@ func (o callOptions) policyCall() policy.Call {
 	return policy.Call{Tool: o.call.Name, Input: o.call.Input, Cwd: o.cwd, Home: o.home}
 }
 
-// decisionJSON is the --json output of policy test.
+// decisionJSON is the --json output of policy test: the verdict the gate
+// would reach, as the ledger records it, with the policy that reached it.
+// rule_id is null when the default decided.
 type decisionJSON struct {
-	SchemaVersion int     `json:"schema_version"`
-	ToolUseID     string  `json:"tool_use_id,omitempty"`
-	ToolName      string  `json:"tool_name"`
-	Effect        string  `json:"effect"`
+	SchemaVersion int    `json:"schema_version"`
+	ToolUseID     string `json:"tool_use_id,omitempty"`
+	ToolName      string `json:"tool_name"`
+	api.Verdict
 	RuleID        *string `json:"rule_id"`
-	ReasonCode    string  `json:"reason_code"`
-	Source        string  `json:"source"`
-	Message       string  `json:"message,omitempty"`
 	SchemaError   string  `json:"schema_error,omitempty"`
 	SchemaPointer *string `json:"schema_pointer,omitempty"`
 	PolicyVersion int     `json:"policy_version"`
@@ -136,26 +135,21 @@ func runPolicyTest(w io.Writer, opts callOptions, asJSON bool) error {
 	return nil
 }
 
-// decide validates the call's input against the policy's schemas, then
-// lets the rules decide, as the gate does.
+// decide is the gate's own decision of the call (policy.Session.Evaluate),
+// with the schema's complaint spelled out when there is one.
 func decide(p *policy.Policy, opts callOptions) decisionJSON {
-	out := decisionJSON{SchemaVersion: 1, ToolUseID: opts.call.ID, ToolName: opts.call.Name,
+	s := policy.NewSession(p, nil, opts.cwd, opts.home)
+	v := s.Evaluate(opts.call.Name, opts.call.Input)
+	out := decisionJSON{SchemaVersion: 1, ToolUseID: opts.call.ID, ToolName: opts.call.Name, Verdict: v,
 		PolicyVersion: p.Version, PolicySHA256: p.SHA256}
-	var se *policy.SchemaError
-	if err := p.Validate(opts.call.Name, opts.call.Input, nil); errors.As(err, &se) {
-		out.Effect, out.ReasonCode, out.Source = string(policy.Deny), policy.ReasonSchemaInvalid, "schema"
-		out.SchemaError, out.SchemaPointer = se.Error(), &se.Pointer
-		return out
+	if v.RuleID != "" {
+		out.RuleID = &v.RuleID
 	}
-	d := p.Decide(opts.policyCall())
-	out.Effect, out.ReasonCode, out.Message = string(d.Effect), d.ReasonCode, d.Message
-	out.Source = "policy"
-	if d.RuleID != "" {
-		out.RuleID = &d.RuleID
-	}
-	if d.ReasonCode == policy.ReasonSchemaInvalid {
-		out.Source = "schema"
+	if v.Source == api.SourceSchema {
 		out.SchemaError = "input is not a JSON object"
+		if se := s.SchemaError(opts.call.Name, opts.call.Input); se != nil {
+			out.SchemaError, out.SchemaPointer = se.Error(), &se.Pointer
+		}
 	}
 	return out
 }

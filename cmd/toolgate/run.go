@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/claudecode"
 	"github.com/toolgate/toolgate/supervisor"
 	"github.com/urfave/cli/v2"
 )
@@ -42,7 +44,7 @@ EXIT STATUS
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "policy", Usage: "the policy file", EnvVars: []string{policyEnv}, Value: defaultPolicy(), DefaultText: "$XDG_CONFIG_HOME/toolgate/policy.json"},
 			&cli.StringFlag{Name: "report", Usage: "write the JSON report to `FILE`", EnvVars: []string{"TOOLGATE_REPORT"}},
-			&cli.DurationFlag{Name: "approval-timeout", Usage: "how long an ask waits for a person", EnvVars: []string{"TOOLGATE_APPROVAL_TIMEOUT"}, Value: supervisor.DefaultApprovalTimeout},
+			&cli.DurationFlag{Name: "approval-timeout", Usage: "how long an ask waits for a person", EnvVars: []string{"TOOLGATE_APPROVAL_TIMEOUT"}, Value: api.DefaultApprovalTimeout},
 			&cli.StringFlag{Name: "on-ask", Usage: "wait (for a person) or deny (unattended)", EnvVars: []string{"TOOLGATE_ON_ASK"}, Value: "wait"},
 			&cli.StringFlag{Name: "claude", Usage: "the claude executable", EnvVars: []string{"TOOLGATE_CLAUDE"}, Value: "claude"},
 			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
@@ -53,7 +55,7 @@ EXIT STATUS
 				return err
 			}
 			report, err := supervisor.Run(cliCtx.Context, cfg)
-			var argsErr *supervisor.ArgsError
+			var argsErr *claudecode.ArgsError
 			switch {
 			case errors.As(err, &argsErr):
 				return &usageError{argsErr.Msg}

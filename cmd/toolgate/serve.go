@@ -7,7 +7,7 @@ import (
 	"os"
 	"runtime/debug"
 
-	"github.com/toolgate/toolgate/supervisor"
+	"github.com/toolgate/toolgate/daemon"
 	"github.com/urfave/cli/v2"
 )
 
@@ -55,7 +55,7 @@ EXIT STATUS
 			if os.Getenv("GOMEMLIMIT") == "" {
 				debug.SetMemoryLimit(daemonMemoryLimit)
 			}
-			cfg := supervisor.DaemonConfig{
+			cfg := daemon.Config{
 				Paths:    gatePaths(cliCtx.String("ledger")),
 				Logger:   slog.New(slog.NewTextHandler(cliCtx.App.ErrWriter, nil)),
 				Version:  version,
@@ -66,8 +66,8 @@ EXIT STATUS
 				defer ready.Close()
 				cfg.Ready = ready
 			}
-			err := supervisor.ServeDaemon(cliCtx.Context, cfg)
-			if errors.Is(err, supervisor.ErrDaemonRunning) {
+			err := daemon.Serve(cliCtx.Context, cfg)
+			if errors.Is(err, daemon.ErrRunning) {
 				return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate audit, or stop the running daemon first", err)}
 			}
 			if err != nil {

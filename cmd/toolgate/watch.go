@@ -3,7 +3,7 @@ package main
 import (
 	"os"
 
-	"github.com/toolgate/toolgate/supervisor/api"
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/watch"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"

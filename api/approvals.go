@@ -1,0 +1,157 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"time"
+)
+
+// Routes of the approver socket (approve.sock), beside gate.sock so that
+// what approvers may do is separate from what the hook may do.
+const (
+	RouteApprovals = "GET /v1/approvals"
+	RouteApproval  = "GET /v1/approvals/{id}"
+	RouteDecide    = "POST /v1/approvals/{id}/decide"
+	RouteWatch     = "GET /v1/watch"
+	// The audit chain, for toolgate audit verify and export: only the
+	// daemon opens the ledger.
+	RouteAuditVerify = "GET /v1/audit/verify"
+	RouteAuditExport = "GET /v1/audit/export"
+	// On gate.sock: toolgate run waits there for a person's decision.
+	RouteWait      = "POST /v1/approvals/{id}/wait"
+	RouteClaudePID = "POST /v1/sessions/{id}/claude"
+)
+
+// ApprovalDetail is one approval with everything that came of it.
+type ApprovalDetail struct {
+	Approval   Approval   `json:"approval"`
+	ReasonCode string     `json:"reason_code,omitempty"` // the asking rule's
+	Decision   *Decision  `json:"decision,omitempty"`
+	WriteBack  *WriteBack `json:"write_back,omitempty"`
+}
+
+// ApprovalsResponse lists approvals.
+type ApprovalsResponse struct {
+	Approvals []ApprovalDetail `json:"approvals"`
+}
+
+// DecideRequest is a person's decision. Who decides is never part of it:
+// the daemon reads it from the caller's peer credentials.
+type DecideRequest struct {
+	Decision string `json:"decision"` // "approve" or "deny"
+	Reason   string `json:"reason,omitempty"`
+}
+
+// ClaudePIDRequest tells the daemon the pid of a session's claude.
+type ClaudePIDRequest struct {
+	PID int `json:"pid"`
+}
+
+// Watch event types.
+const (
+	EventSnapshot  = "snapshot"
+	EventRequested = "requested"
+	EventDecided   = "decided"
+	EventExpired   = "expired"
+)
+
+// WatchEvent is one line of GET /v1/watch. The first is a snapshot of
+// everything pending; then one event per change.
+type WatchEvent struct {
+	Type     string           `json:"type"`
+	Time     time.Time        `json:"time"`
+	Pending  []ApprovalDetail `json:"pending,omitempty"`  // snapshot
+	Approval *ApprovalDetail  `json:"approval,omitempty"` // requested, decided, expired
+}
+
+// Pending lists the pending approvals.
+func (c *Client) Pending(ctx context.Context) ([]ApprovalDetail, error) {
+	var r ApprovalsResponse
+	return r.Approvals, c.do(ctx, "GET", "/v1/approvals", nil, &r)
+}
+
+// Approval returns one approval with its decision and write-back.
+func (c *Client) Approval(ctx context.Context, id string) (ApprovalDetail, error) {
+	var d ApprovalDetail
+	return d, c.do(ctx, "GET", "/v1/approvals/"+url.PathEscape(id), nil, &d)
+}
+
+// Decide approves or denies a pending approval.
+func (c *Client) Decide(ctx context.Context, id string, r DecideRequest) (ApprovalDetail, error) {
+	var d ApprovalDetail
+	return d, c.do(ctx, "POST", "/v1/approvals/"+url.PathEscape(id)+"/decide", r, &d)
+}
+
+// Wait waits on gate.sock until a person decides the approval or it
+// expires, and returns the verdict for the call.
+func (c *Client) Wait(ctx context.Context, id string) (Verdict, error) {
+	var v Verdict
+	return v, c.do(ctx, "POST", "/v1/approvals/"+url.PathEscape(id)+"/wait", struct{}{}, &v)
+}
+
+// SetClaudePID tells the daemon which process is the session's claude.
+func (c *Client) SetClaudePID(ctx context.Context, session string, pid int) error {
+	return c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(session)+"/claude", ClaudePIDRequest{PID: pid}, nil)
+}
+
+// Watcher reads the events of GET /v1/watch.
+type Watcher struct {
+	body io.Closer
+	dec  *json.Decoder
+}
+
+// Watch opens the event stream; its first event is a snapshot. It lasts
+// until ctx ends, Close, or the daemon ends it.
+func (c *Client) Watch(ctx context.Context) (*Watcher, error) {
+	resp, err := c.roundTrip(ctx, "GET", "/v1/watch", nil)
+	if err != nil {
+		return nil, err
+	}
+	if resp.status != 200 {
+		defer resp.body.Close()
+		data, _ := io.ReadAll(io.LimitReader(resp.body, 1<<20))
+		return nil, statusError(resp.status, data)
+	}
+	return &Watcher{body: resp.body, dec: json.NewDecoder(bufio.NewReader(resp.body))}, nil
+}
+
+// Next returns the next event.
+func (w *Watcher) Next() (WatchEvent, error) {
+	var ev WatchEvent
+	if err := w.dec.Decode(&ev); err != nil {
+		return ev, fmt.Errorf("watch: %w", err)
+	}
+	return ev, nil
+}
+
+// Close ends the stream.
+func (w *Watcher) Close() error { return w.body.Close() }
+
+// VerifyAudit walks the whole audit chain; a broken one is reported in
+// the result (Valid false, Broken), not as an error.
+func (c *Client) VerifyAudit(ctx context.Context) (VerifyResult, error) {
+	var r VerifyResult
+	return r, c.do(ctx, "GET", "/v1/audit/verify", nil, &r)
+}
+
+// ExportAudit writes the audit chain to w as JSON lines, one event a line,
+// exactly as stored.
+func (c *Client) ExportAudit(ctx context.Context, w io.Writer) error {
+	resp, err := c.roundTrip(ctx, "GET", "/v1/audit/export", nil)
+	if err != nil {
+		return err
+	}
+	defer resp.body.Close()
+	if resp.status != 200 {
+		data, _ := io.ReadAll(io.LimitReader(resp.body, 1<<20))
+		return statusError(resp.status, data)
+	}
+	if _, err := io.Copy(w, resp.body); err != nil {
+		return &UnavailableError{SocketPath: c.SocketPath, Err: err}
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client talks to the daemon over its Unix socket. Its zero value is not
+// usable: set SocketPath. It is safe for concurrent use.
+type Client struct {
+	SocketPath string
+	// Timeout bounds each request; none when 0.
+	Timeout time.Duration
+}
+
+// NewClient returns a client of the daemon listening on socketPath.
+func NewClient(socketPath string) *Client { return &Client{SocketPath: socketPath} }
+
+// UnavailableError is a daemon that could not be reached.
+type UnavailableError struct {
+	SocketPath string
+	Err        error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("the toolgate daemon is not reachable at %s: %v", e.SocketPath, e.Err)
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// IsUnavailable reports whether err means the daemon could not be reached.
+func IsUnavailable(err error) bool { var e *UnavailableError; return errors.As(err, &e) }
+
+// StatusError is an error the daemon answered.
+type StatusError struct {
+	Status int
+	Err    Error
+}
+
+func (e *StatusError) Error() string { return e.Err.Message }
+
+// do sends a request with an optional JSON body and decodes the answer.
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return err
+		}
+	}
+	resp, err := c.roundTrip(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.body, 64<<20))
+	if err != nil {
+		return &UnavailableError{SocketPath: c.SocketPath, Err: err}
+	}
+	if resp.status != 200 {
+		return statusError(resp.status, data)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}
+
+// statusError is the daemon's error envelope of a failed request.
+func statusError(status int, data []byte) *StatusError {
+	se := &StatusError{Status: status}
+	if json.Unmarshal(data, &se.Err) != nil || se.Err.Message == "" {
+		se.Err = Error{Message: strings.TrimSpace(string(data)), Code: "http_" + strconv.Itoa(status)}
+	}
+	return se
+}
+
+// Status asks the daemon how it is.
+func (c *Client) Status(ctx context.Context) (StatusResponse, error) {
+	var r StatusResponse
+	return r, c.do(ctx, "GET", "/v1/status", nil, &r)
+}
+
+// Register registers a session.
+func (c *Client) Register(ctx context.Context, r RegisterRequest) (Session, error) {
+	var s Session
+	return s, c.do(ctx, "POST", "/v1/sessions", r, &s)
+}
+
+// Session returns a session.
+func (c *Client) Session(ctx context.Context, id string) (Session, error) {
+	var s Session
+	return s, c.do(ctx, "GET", "/v1/sessions/"+url.PathEscape(id), nil, &s)
+}
+
+// EndSession marks a session ended.
+func (c *Client) EndSession(ctx context.Context, id string) (Session, error) {
+	var s Session
+	return s, c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/end", nil, &s)
+}
+
+// SessionCalls lists the calls of one session.
+func (c *Client) SessionCalls(ctx context.Context, id string) ([]Call, error) {
+	var r CallsResponse
+	return r.Calls, c.do(ctx, "GET", "/v1/sessions/"+url.PathEscape(id)+"/calls", nil, &r)
+}
+
+// Calls lists calls, of one session when sessionID is set.
+func (c *Client) Calls(ctx context.Context, sessionID string) ([]Call, error) {
+	var r CallsResponse
+	path := "/v1/calls"
+	if sessionID != "" {
+		path += "?session=" + url.QueryEscape(sessionID)
+	}
+	return r.Calls, c.do(ctx, "GET", path, nil, &r)
+}
+
+// Hook forwards one hook event.
+func (c *Client) Hook(ctx context.Context, r HookRequest) (HookResponse, error) {
+	var out HookResponse
+	return out, c.do(ctx, "POST", "/v1/hook", r, &out)
+}
+
+// Prompt asks the gate to decide one permission_prompt call.
+func (c *Client) Prompt(ctx context.Context, r PromptRequest) (Verdict, error) {
+	var v Verdict
+	return v, c.do(ctx, "POST", "/v1/prompt", r, &v)
+}

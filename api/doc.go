@@ -1,0 +1,89 @@
+// Package api is toolgate's one vocabulary, and the protocol between its
+// daemon (toolgate serve) and everything that talks to it: the hook
+// binary, the permission-prompt tool, toolgate run and the CLI.
+//
+// It holds the words every package shares: effects, reason codes, sources,
+// approval statuses and Claude Code's hook event names (vocab.go); the
+// documents a tool call becomes, which the ledger stores as they are and
+// the CLI prints (documents.go: Call and its Verdict, and the seed's
+// approval record, decision and write-back); the spool file's line; the
+// paths of a daemon; the wire types, routes and protocol version; the one
+// client; and Follow, the approvers' view of what waits for a person.
+//
+// It is the leaf of the house: it imports the standard library only, and
+// not net/http: the daemon serves with net/http, but the client speaks
+// HTTP/1.1 itself (http.go), so that the hook binary, spawned for every
+// tool call, starts without net/http's and crypto/tls's initialisation.
+//
+// # Transport
+//
+// HTTP/1.1 over a Unix socket (gate.sock, in $XDG_RUNTIME_DIR/toolgate).
+// The socket's directory is 0700 and the socket 0600; the daemon reads the
+// caller's uid and pid with SO_PEERCRED and refuses other uids and any
+// request that carries an Origin or Referer header (a browser).
+//
+// Every request and response carries the header Toolgate-Protocol with
+// ProtocolVersion; a request with another version is refused with code
+// "protocol_mismatch". Errors are {"error": "...", "code": "..."} with an
+// HTTP status that fits.
+//
+// # Routes
+//
+//	GET  /v1/status                  StatusResponse
+//	POST /v1/sessions                RegisterRequest -> Session
+//	GET  /v1/sessions/{id}           Session
+//	POST /v1/sessions/{id}/end       -> Session
+//	GET  /v1/sessions/{id}/calls     CallsResponse
+//	GET  /v1/calls                   CallsResponse (?session=ID to filter)
+//	POST /v1/hook                    HookRequest -> HookResponse
+//	POST /v1/prompt                  PromptRequest -> Verdict (an ask carries approval_id)
+//	POST /v1/approvals/{id}/wait     -> Verdict, once a person decided or it expired
+//	POST /v1/sessions/{id}/claude    ClaudePIDRequest
+//
+// A hook event of a session that toolgate install's hook reports
+// (HookRequest.Installed) registers that session on first sight, under
+// Claude Code's own session_id and with the named policy. Its
+// PermissionRequest event is held until a person decides the approval it
+// creates, or until the approval's deadline, when the verdict is an ask
+// with reason_code handed_to_claude: the hook answers nothing and Claude
+// Code's own dialog decides. SessionEnd ends the session.
+//
+// The approver socket (approve.sock) serves people and their tools; a
+// decision from the gated claude or any process descending from it (or
+// from its supervisor) is refused with 403 "self_approval":
+//
+//	GET  /v1/approvals               ApprovalsResponse (pending)
+//	GET  /v1/approvals/{id}          ApprovalDetail
+//	POST /v1/approvals/{id}/decide   DecideRequest -> ApprovalDetail
+//	GET  /v1/watch                   WatchEvent lines: a snapshot, then changes
+//	GET  /v1/audit/verify            VerifyResult of the whole audit chain
+//	GET  /v1/audit/export            the audit chain, one event a JSON line
+package api
+
+// ProtocolVersion is the version of this protocol. History:
+//
+//   - 1: 2026-11-29: sessions, hook events, the permission prompt, calls,
+//     approvals and the approver socket.
+//   - 2: 2026-12-01: hook requests from hooks installed in Claude Code's
+//     settings (HookRequest.Installed), and the PermissionRequest and
+//     SessionEnd events.
+//   - 3: 2026-12-02: one Verdict from the hook's answer to the audit: it
+//     carries actor and decided_at, and the input to run travels as
+//     updated_input; calls embed their verdict; GET /v1/audit/verify and
+//     GET /v1/audit/export on approve.sock.
+const ProtocolVersion = 3
+
+// HeaderProtocol carries ProtocolVersion on every request and response.
+const HeaderProtocol = "Toolgate-Protocol"
+
+// Routes, as Go 1.22 mux patterns.
+const (
+	RouteStatus       = "GET /v1/status"
+	RouteRegister     = "POST /v1/sessions"
+	RouteSession      = "GET /v1/sessions/{id}"
+	RouteEndSession   = "POST /v1/sessions/{id}/end"
+	RouteSessionCalls = "GET /v1/sessions/{id}/calls"
+	RouteCalls        = "GET /v1/calls"
+	RouteHook         = "POST /v1/hook"
+	RoutePrompt       = "POST /v1/prompt"
+)

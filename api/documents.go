@@ -1,0 +1,134 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The documents below are what the ledger stores, what the daemon answers
+// and what the CLI prints: one type each, from the hook's event to the
+// audit.
+
+// Verdict is what was decided on one call and by whom: the gate's answer to
+// the hook and the prompt tool, and the decision the ledger keeps with the
+// call. Message is the text for the model on a deny.
+type Verdict struct {
+	Effect     Effect     `json:"effect,omitempty"` // "" while undecided
+	RuleID     string     `json:"rule_id,omitempty"`
+	ReasonCode string     `json:"reason_code,omitempty"`
+	Source     string     `json:"source,omitempty"`
+	Actor      string     `json:"actor,omitempty"` // a person's decision: who, from peer credentials
+	ApprovalID string     `json:"approval_id,omitempty"`
+	DecidedAt  *time.Time `json:"decided_at,omitempty"`
+	Message    string     `json:"message,omitempty"`
+	// ApprovalTimeout is, on an ask, how long the asking rule lets it wait
+	// for a person; the session's own timeout when 0.
+	ApprovalTimeout Duration `json:"approval_timeout,omitempty"`
+	// On the wire only, never stored with a call:
+	UpdatedInput json.RawMessage `json:"updated_input,omitempty"` // on allow from the prompt: the input to run
+	ExpiresAt    *time.Time      `json:"expires_at,omitempty"`    // on ask: when the approval expires
+}
+
+// Deny is a deny verdict with its reason_code, its source and the message
+// the model reads.
+func Deny(reason, source string) Verdict {
+	v := Verdict{Effect: EffectDeny, ReasonCode: reason, Source: source}
+	v.Message = DenyMessage(v, "")
+	return v
+}
+
+// Call is one tool_use_id: what was proposed, what was decided (the
+// embedded Verdict, whose Effect is "" while undecided) and what ran. The
+// ledger stores it as it is; audit and the run report list it.
+type Call struct {
+	ToolUseID   string          `json:"tool_use_id"`
+	SessionID   string          `json:"session_id"`
+	AgentID     string          `json:"agent_id,omitempty"`
+	ToolName    string          `json:"tool_name"`
+	Input       json.RawMessage `json:"input"` // exactly as submitted
+	InputSHA256 string          `json:"input_sha256,omitempty"`
+	ProposedAt  time.Time       `json:"proposed_at"`
+	Verdict
+	Executed   bool       `json:"executed"` // it ran (or ran and failed)
+	Failed     bool       `json:"failed,omitempty"`
+	ExecutedAt *time.Time `json:"executed_at,omitempty"`
+	Outcome    string     `json:"outcome,omitempty"` // what the execution reported, in short
+	Seen       string     `json:"seen,omitempty"`    // what the model saw of the call, in short
+	Executions int        `json:"executions"`        // attempts to record an execution; more than 1 is a duplicate
+	Repeats    []Repeat   `json:"repeats,omitempty"` // later proposals of the same tool_use_id
+	// Repeat marks, in a run's report, an entry for a later proposal of a
+	// tool_use_id (the model sent it again) and the answer it got.
+	Repeat bool `json:"repeat,omitempty"`
+}
+
+// Repeat is a later proposal of a tool_use_id and the answer it got.
+type Repeat struct {
+	ProposedAt time.Time `json:"proposed_at"`
+	SessionID  string    `json:"session_id"` // the session it came from, which may be another
+	Effect     Effect    `json:"effect"`
+	ReasonCode string    `json:"reason_code,omitempty"`
+}
+
+// Approval is the approval record, exactly the seed's schema.
+type Approval struct {
+	ID            string          `json:"id"`
+	SessionID     string          `json:"session_id"`
+	ToolUseID     string          `json:"tool_use_id"`
+	ToolName      string          `json:"tool_name"`
+	Input         json.RawMessage `json:"input"`
+	MatchedRule   *string         `json:"matched_rule"`
+	PolicyVersion int             `json:"policy_version"`
+	Status        string          `json:"status"`
+	CreatedAt     time.Time       `json:"created_at"`
+	ExpiresAt     time.Time       `json:"expires_at"`
+}
+
+// Decision is a decision on an approval (a person's, or the expiry's),
+// kept as its own document beside the record, never overwriting it.
+type Decision struct {
+	ApprovalID string    `json:"approval_id"`
+	ToolUseID  string    `json:"tool_use_id"`
+	Decision   string    `json:"decision"` // approved, denied or expired
+	Actor      string    `json:"actor"`
+	ReasonCode string    `json:"reason_code"`
+	DecidedAt  time.Time `json:"decided_at"`
+	// Who decided, beyond the actor: the deciding process, from the
+	// kernel's peer credentials, never from what the caller sent.
+	ActorPID int    `json:"actor_pid,omitempty"`
+	ActorExe string `json:"actor_exe,omitempty"`
+	// Note is the person's own words (--reason). It is kept for the
+	// audit and never shown to the model.
+	Note string `json:"note,omitempty"`
+}
+
+// WriteBack is what the gate answered the CLI for a call.
+type WriteBack struct {
+	ToolUseID  string `json:"tool_use_id"`
+	Effect     Effect `json:"effect"`
+	RuleID     string `json:"rule_id,omitempty"`
+	ReasonCode string `json:"reason_code,omitempty"`
+	WroteBack  bool   `json:"wrote_back"`
+}
+
+// WriteBackOf is the write-back of a verdict: an ask means nothing was
+// written back (Claude Code's own dialog decides).
+func WriteBackOf(toolUseID string, v Verdict) WriteBack {
+	return WriteBack{ToolUseID: toolUseID, Effect: v.Effect, RuleID: v.RuleID, ReasonCode: v.ReasonCode,
+		WroteBack: v.Effect != EffectAsk}
+}
+
+// Session is one gated claude session.
+type Session struct {
+	ID              string     `json:"id"`
+	PolicySHA256    string     `json:"policy_sha256"`
+	PolicyVersion   int        `json:"policy_version"`
+	ClaudeSessionID string     `json:"claude_session_id,omitempty"`
+	ClaudePID       int        `json:"claude_pid,omitempty"`
+	Cwd             string     `json:"cwd,omitempty"`
+	StartedAt       time.Time  `json:"started_at"`
+	EndedAt         *time.Time `json:"ended_at,omitempty"`
+	// Settings is the gate's own configuration of the session (timeouts,
+	// discovered tool schemas ...), kept so that a restarted daemon can go
+	// on gating it.
+	Settings json.RawMessage `json:"settings,omitempty"`
+}

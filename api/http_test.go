@@ -1,0 +1,163 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// serve runs a net/http server (the daemon's side of the protocol) on a
+// Unix socket for the test, with the handler.
+func serve(t *testing.T, h http.HandlerFunc) *Client {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "tga")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return NewClient(sock)
+}
+
+// The client speaks HTTP/1.1 itself; net/http's server is the other side.
+func TestClientOverNetHTTP(t *testing.T) {
+	big := strings.Repeat("x", 3<<20)
+	c := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(HeaderProtocol) == "" || r.Host != "toolgate" {
+			http.Error(w, "no protocol header", 400)
+			return
+		}
+		switch r.URL.Path {
+		case "/v1/status": // small: Content-Length
+			json.NewEncoder(w).Encode(StatusResponse{Protocol: ProtocolVersion, PID: 7})
+		case "/v1/sessions": // echoes the body back, large: chunked
+			var req RegisterRequest
+			json.NewDecoder(r.Body).Decode(&req)
+			json.NewEncoder(w).Encode(Session{ID: req.PolicyName + "-" + big})
+		case "/v1/hook": // an error envelope
+			w.WriteHeader(http.StatusServiceUnavailable)
+			json.NewEncoder(w).Encode(Error{Message: "the gate could not", Code: "internal"})
+		case "/v1/calls": // not JSON at all
+			http.Error(w, "plain failure", 500)
+		}
+	})
+	ctx := context.Background()
+	if st, err := c.Status(ctx); err != nil || st.PID != 7 {
+		t.Errorf("status: %+v %v", st, err)
+	}
+	if s, err := c.Register(ctx, RegisterRequest{PolicyName: "p"}); err != nil || s.ID != "p-"+big {
+		t.Errorf("a chunked 3 MB answer: %d bytes, %v", len(s.ID), err)
+	}
+	_, err := c.Hook(ctx, HookRequest{Event: json.RawMessage(`{}`)})
+	var se *StatusError
+	if !errors.As(err, &se) || se.Status != 503 || se.Err.Code != "internal" || errorCode(err) != "internal" {
+		t.Errorf("an error envelope: %v", err)
+	}
+	if _, err := c.Calls(ctx, ""); errorCode(err) != "http_500" || !strings.Contains(err.Error(), "plain failure") {
+		t.Errorf("a plain error: %v", err)
+	}
+	if _, err := NewClient("/nonexistent/s.sock").Status(ctx); !IsUnavailable(err) {
+		t.Errorf("no daemon: %v", err)
+	}
+}
+
+// A stream (GET /v1/watch) is read event by event as the server flushes
+// them, and a request's context ends a wait the server holds.
+func TestClientStreamsAndCancels(t *testing.T) {
+	release := make(chan struct{})
+	c := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/watch":
+			enc := json.NewEncoder(w)
+			for _, typ := range []string{EventSnapshot, EventRequested} {
+				enc.Encode(WatchEvent{Type: typ})
+				w.(http.Flusher).Flush()
+				<-release
+			}
+		default: // a wait nobody answers
+			<-r.Context().Done()
+		}
+	})
+	ctx := context.Background()
+	stream, err := c.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{EventSnapshot, EventRequested} {
+		ev, err := stream.Next() // each arrives before the server goes on: the reader does not wait for the end
+		if err != nil || ev.Type != want {
+			t.Fatalf("event %+v %v, want %s", ev, err, want)
+		}
+		release <- struct{}{}
+	}
+	if _, err := stream.Next(); err == nil {
+		t.Error("the stream went on after the server ended it")
+	}
+	stream.Close()
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := c.Wait(wctx, "apr_1"); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
+		t.Errorf("a wait past its context: %v after %s", err, time.Since(start))
+	}
+}
+
+func TestChunkedBodies(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"5\r\nhello\r\n0\r\n\r\n", "hello"},
+		{"3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nTrailer: x\r\n\r\n", "abcde"},
+		{"a\r\n0123456789\r\n0\r\n\r\n", "0123456789"},
+	} {
+		resp := "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + tt.in
+		c := serve(t, nil)
+		ln, _ := net.Listen("unix", c.SocketPath+".raw")
+		go func() {
+			conn, err := ln.Accept()
+			if err == nil {
+				buf := make([]byte, 4096)
+				conn.Read(buf)
+				conn.Write([]byte(resp))
+				conn.Close()
+			}
+		}()
+		raw := NewClient(c.SocketPath + ".raw")
+		r, err := raw.roundTrip(context.Background(), "GET", "/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(r.body)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("%q: got %q, %v", tt.in, got, err)
+		}
+		ln.Close()
+	}
+	for _, bad := range []string{"HTTP/2 200\r\n", "200 OK\r\n", "HTTP/1.1 abc\r\n"} {
+		if _, err := parseStatus(strings.TrimSpace(bad)); err == nil {
+			t.Errorf("status line %q accepted", bad)
+		}
+	}
+}
+
+// errorCode is the daemon's error code of err, or "".
+func errorCode(err error) string {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Err.Code
+	}
+	return ""
+}

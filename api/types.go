@@ -1,0 +1,116 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Error is the error envelope of every failed request.
+type Error struct {
+	Message string `json:"error"`
+	Code    string `json:"code"`
+}
+
+// StatusResponse describes the running daemon.
+type StatusResponse struct {
+	Protocol int    `json:"protocol"`
+	Version  string `json:"version"`
+	PID      int    `json:"pid"`
+	Ledger   string `json:"ledger"`
+	Sessions int    `json:"sessions"` // active sessions
+}
+
+// ToolInfo is what an MCP server told about one of its tools.
+type ToolInfo struct {
+	Name                    string          `json:"name"` // mcp__server__tool
+	InputSchema             json.RawMessage `json:"input_schema,omitempty"`
+	RequiresUserInteraction bool            `json:"requires_user_interaction,omitempty"`
+}
+
+// RegisterRequest registers a gated session.
+type RegisterRequest struct {
+	Policy          json.RawMessage `json:"policy"` // the policy document, as read
+	PolicyName      string          `json:"policy_name"`
+	ApprovalTimeout Duration        `json:"approval_timeout"`
+	OnAsk           string          `json:"on_ask"` // "wait" or "deny"
+	Cwd             string          `json:"cwd"`
+	Home            string          `json:"home"`
+	SupervisorPID   int             `json:"supervisor_pid"`
+	Tools           []ToolInfo      `json:"tools,omitempty"`
+}
+
+// HookRequest forwards one Claude Code hook event, raw, with the session
+// it belongs to: toolgate run's (SessionID), or, for a hook installed in
+// Claude Code's settings (Installed), Claude Code's own session_id from the
+// event.
+type HookRequest struct {
+	SessionID string          `json:"session_id,omitempty"`
+	Event     json.RawMessage `json:"event"`
+	Installed *InstalledHook  `json:"installed,omitempty"`
+}
+
+// InstalledHook is what a hook installed by toolgate install tells the
+// daemon about its session, which the daemon registers on its first event.
+// ClaudePID is believed only when it is an ancestor of the calling hook
+// (the daemon checks it against the kernel's peer credentials).
+type InstalledHook struct {
+	PolicyPath      string   `json:"policy_path"`
+	ApprovalTimeout Duration `json:"approval_timeout"` // how long a PermissionRequest waits for a person
+	ClaudePID       int      `json:"claude_pid,omitempty"`
+	Home            string   `json:"home,omitempty"`
+}
+
+// HookResponse answers a hook event. Verdict is nil for events that need no
+// answer (PostToolUse and the like).
+type HookResponse struct {
+	Verdict *Verdict `json:"verdict,omitempty"`
+}
+
+// PromptRequest is one permission_prompt call.
+type PromptRequest struct {
+	SessionID string          `json:"session_id"`
+	ToolName  string          `json:"tool_name"`
+	ToolUseID string          `json:"tool_use_id"`
+	Input     json.RawMessage `json:"input"`
+}
+
+// CallsResponse lists calls.
+type CallsResponse struct {
+	Calls []Call `json:"calls"`
+}
+
+// Duration is a time.Duration that travels as a string ("15m").
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	*d = Duration(v)
+	return err
+}
+
+// VerifyResult is what a walk of the audit chain found: how many events it
+// holds and the hash of the last, or the first broken link.
+type VerifyResult struct {
+	Valid  bool        `json:"valid"`
+	Events uint64      `json:"events"`
+	Head   string      `json:"head,omitempty"` // the hash of the last event
+	Broken *ChainError `json:"broken,omitempty"`
+}
+
+// ChainError is the first broken link of the audit chain.
+type ChainError struct {
+	Seq     uint64 `json:"seq"`     // the event where the chain breaks
+	Problem string `json:"problem"` // modified, missing, out_of_order, broken_link, truncated
+	Detail  string `json:"detail"`
+}
+
+func (e *ChainError) Error() string {
+	return fmt.Sprintf("audit chain broken at event %d (%s): %s", e.Seq, e.Problem, e.Detail)
+}

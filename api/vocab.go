@@ -1,0 +1,74 @@
+package api
+
+// Effect is what a verdict lets happen to a tool call.
+type Effect string
+
+// The three effects, in the order policy rules are matched.
+const (
+	EffectDeny  Effect = "deny"
+	EffectAsk   Effect = "ask"
+	EffectAllow Effect = "allow"
+)
+
+// Valid reports whether e is one of the three effects.
+func (e Effect) Valid() bool { return e == EffectDeny || e == EffectAsk || e == EffectAllow }
+
+// Terminal reports whether e is final: allow or deny. An ask still waits
+// for a person.
+func (e Effect) Terminal() bool { return e == EffectAllow || e == EffectDeny }
+
+// Reason codes the gate itself gives (rules give their own).
+const (
+	ReasonDefault            = "default"
+	ReasonSchemaInvalid      = "schema_invalid"
+	ReasonApprovalExpired    = "approval_expired"
+	ReasonUserDenied         = "user_denied"
+	ReasonUserApproved       = "user_approved"
+	ReasonRequiresUser       = "requires_user_interaction"
+	ReasonDuplicateToolUseID = "duplicate_tool_use_id"
+	ReasonToolUseIDConflict  = "tool_use_id_conflict"
+	ReasonGateUnavailable    = "gate_unavailable"
+	ReasonNoApprover         = "no_approver"
+	ReasonQueueFull          = "queue_full"
+	// ReasonHandedToClaude: in a session with toolgate install's hook,
+	// nobody decided in toolgate before the hook had to answer, so Claude
+	// Code's own permission dialog decides; toolgate wrote nothing back.
+	ReasonHandedToClaude = "handed_to_claude"
+)
+
+// Sources of a verdict: who or what decided.
+const (
+	SourcePolicy    = "policy"
+	SourceSchema    = "schema"
+	SourcePerson    = "person"
+	SourceExpiry    = "expiry"
+	SourceDowngrade = "downgrade"
+	SourceLedger    = "ledger"
+	SourceGate      = "gate"
+	SourceClaude    = "claude" // Claude Code's own permission dialog
+)
+
+// Statuses of an approval record. A record moves only from pending to one
+// of the others, and a terminal status never changes.
+const (
+	StatusPending  = "pending"
+	StatusApproved = "approved"
+	StatusDenied   = "denied"
+	StatusExpired  = "expired"
+)
+
+// Actors that are not people.
+const (
+	ActorExpiry   = "system:expiry"    // an approval's time ran out
+	ActorHookGone = "system:hook_gone" // an installed hook stopped waiting
+)
+
+// Claude Code's hook events that toolgate handles.
+const (
+	PreToolUse         = "PreToolUse"
+	PostToolUse        = "PostToolUse"
+	PostToolUseFailure = "PostToolUseFailure"
+	PostToolBatch      = "PostToolBatch"
+	PermissionRequest  = "PermissionRequest"
+	SessionEnd         = "SessionEnd"
+)

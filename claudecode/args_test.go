@@ -1,0 +1,32 @@
+package claudecode
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckClaudeArgs(t *testing.T) {
+	for _, args := range [][]string{
+		{"-p", "--permission-prompt-tool", "x"},
+		{"--permission-mode", "bypassPermissions"},
+		{"--permission-mode=dontAsk"},
+		{"--dangerously-skip-permissions"},
+		{"--permission-prompts", "none"},
+	} {
+		if err := CheckArgs(args); err == nil {
+			t.Errorf("%v was accepted", args)
+		}
+	}
+	for _, args := range [][]string{
+		{"-p", "--permission-mode", "acceptEdits", "hi"},
+		{"-p", "--", "--dangerously-skip-permissions"}, // a prompt, after --
+	} {
+		if err := CheckArgs(args); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	values, strict := MCPConfigArgs([]string{"-p", "--mcp-config", "a.json", "{\"mcpServers\":{}}", "--strict-mcp-config", "--mcp-config=b.json", "hi"})
+	if strings.Join(values, "|") != "a.json|{\"mcpServers\":{}}|b.json" || !strict {
+		t.Errorf("mcp configs %q strict=%v", values, strict)
+	}
+}

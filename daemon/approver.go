@@ -1,0 +1,187 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/ledger"
+)
+
+// approverHandler serves approve.sock: what people and their tools may do.
+func (d *Daemon) approverHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc(api.RouteStatus, d.handleStatus)
+	mux.HandleFunc(api.RouteApprovals, d.handleApprovals)
+	mux.HandleFunc(api.RouteApproval, d.handleApproval)
+	mux.HandleFunc(api.RouteDecide, d.handleDecide)
+	mux.HandleFunc(api.RouteWatch, d.handleWatch)
+	mux.HandleFunc(api.RouteAuditVerify, d.handleAuditVerify)
+	mux.HandleFunc(api.RouteAuditExport, d.handleAuditExport)
+	return d.guard(mux)
+}
+
+func (d *Daemon) handleApprovals(w http.ResponseWriter, r *http.Request) {
+	pending, err := d.ledger.Pending(r.Context())
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	out := api.ApprovalsResponse{Approvals: []api.ApprovalDetail{}}
+	for _, a := range pending {
+		out.Approvals = append(out.Approvals, d.gate.detail(r.Context(), a))
+	}
+	writeJSON(w, out)
+}
+
+func (d *Daemon) handleApproval(w http.ResponseWriter, r *http.Request) {
+	a, err := d.ledger.Approval(r.Context(), r.PathValue("id"))
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, d.gate.detail(r.Context(), a))
+}
+
+// handleDecide records a person's decision. Who decides comes from the
+// kernel (SO_PEERCRED), never from the request; the gated claude, anything
+// descending from it or from its supervisor, and anything Claude Code
+// started (its environment says so) is refused: the model never approves
+// its own calls.
+func (d *Daemon) handleDecide(w http.ResponseWriter, r *http.Request) {
+	var req api.DecideRequest
+	if !decodeRequest(w, r, &req) {
+		return
+	}
+	if req.Decision != "approve" && req.Decision != "deny" {
+		writeError(w, http.StatusBadRequest, "bad_request", `decision must be "approve" or "deny"`)
+		return
+	}
+	p, _ := peerFrom(r.Context())
+	if refusal := selfApproval(p.PID, d.sessions.gatedPIDs()); refusal != "" {
+		d.log.Warn("refused a decision from inside a gated session", "pid", p.PID, "approval", r.PathValue("id"), "why", refusal)
+		writeError(w, http.StatusForbidden, "self_approval", refusal)
+		return
+	}
+	who := actorOf(p)
+	a, err := d.gate.resolve(r.Context(), r.PathValue("id"), req.Decision == "approve", who, req.Reason)
+	var te *ledger.TerminalError
+	switch {
+	case errors.As(err, &te):
+		code := "already_decided"
+		if te.Approval.Status == api.StatusExpired {
+			code = "expired"
+		}
+		writeError(w, http.StatusConflict, code, describeRefusal(te))
+		return
+	case err != nil:
+		d.fail(w, r, err)
+		return
+	}
+	d.log.Info("approval decided", "approval", a.ID, "status", a.Status, "actor", who.Name, "pid", who.PID)
+	writeJSON(w, d.gate.detail(r.Context(), a))
+}
+
+// selfApproval says why a decision from pid must be refused, or "".
+func selfApproval(pid int, gated map[int]bool) string {
+	switch {
+	case descendsFrom(pid, gated):
+		return "a gated session cannot decide its own approvals; a person must, from outside the session"
+	case startedByClaude(pid):
+		return "a gated session cannot decide its own approvals: this process was started by Claude Code " +
+			"(CLAUDECODE=1 is in its environment); a person must decide, from a terminal outside any Claude Code session"
+	}
+	return ""
+}
+
+// handleWatch streams JSON lines: a snapshot of what is pending, then an
+// event per change.
+func (d *Daemon) handleWatch(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "internal", "streaming is not supported")
+		return
+	}
+	events, cancel := d.gate.broker.watch() // before the snapshot: nothing is missed
+	defer cancel()
+	pending, err := d.ledger.Pending(r.Context())
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	snap := api.WatchEvent{Type: api.EventSnapshot, Time: time.Now().UTC(), Pending: []api.ApprovalDetail{}}
+	for _, a := range pending {
+		snap.Pending = append(snap.Pending, d.gate.detail(r.Context(), a))
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	enc.Encode(snap)
+	flusher.Flush()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return // too slow: the client reconnects and gets a snapshot
+			}
+			if enc.Encode(ev) != nil {
+				return
+			}
+			flusher.Flush()
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// handleWait holds a prompt until its approval is settled.
+func (d *Daemon) handleWait(w http.ResponseWriter, r *http.Request) {
+	v, err := d.gate.wait(r.Context(), r.PathValue("id"))
+	if errors.Is(err, errStillPending) {
+		return // the caller went away
+	}
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, v)
+}
+
+func (d *Daemon) handleClaudePID(w http.ResponseWriter, r *http.Request) {
+	var req api.ClaudePIDRequest
+	if !decodeRequest(w, r, &req) {
+		return
+	}
+	if err := d.sessions.setClaudePID(r.Context(), r.PathValue("id"), req.PID); err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, struct{}{})
+}
+
+// handleAuditVerify walks the audit chain; a broken chain is an answer,
+// not a failure.
+func (d *Daemon) handleAuditVerify(w http.ResponseWriter, r *http.Request) {
+	res, err := d.ledger.Verify(r.Context())
+	var broken *api.ChainError
+	switch {
+	case errors.As(err, &broken):
+		res = api.VerifyResult{Broken: broken}
+	case err != nil:
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, res)
+}
+
+// handleAuditExport streams the audit chain as JSON lines. A failure after
+// the first line can only cut the stream short: the client's verify of
+// the file then says where it ends.
+func (d *Daemon) handleAuditExport(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	if err := d.ledger.Export(r.Context(), w); err != nil {
+		d.log.Error("export the audit chain", "err", err)
+		panic(http.ErrAbortHandler) // the client must not take a cut stream for the whole
+	}
+}

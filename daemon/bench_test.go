@@ -1,0 +1,158 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/api"
+)
+
+// BenchmarkHookSpawn measures what a gated tool call costs Claude Code:
+// spawning toolgate-hook with a PreToolUse event until it has printed its
+// answer (a real daemon, socket and durable ledger write behind it),
+// against spawning /bin/true, the floor, measured in the same run and
+// interleaved with it. Both get their stdin as a pipe holding the event,
+// as Claude Code gives it; the hook gets GOMAXPROCS=1, as its command line
+// (hook.CommandLine) gives it.
+func BenchmarkHookSpawn(b *testing.B) {
+	bin := filepath.Join(b.TempDir(), "toolgate-hook")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/toolgate-hook")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as shipped: dynamic linking alone costs 1 ms a spawn
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	p := testPaths(b)
+	c := startDaemonInProcess(b, p)
+	s, err := c.Register(ctx, api.RegisterRequest{Policy: json.RawMessage(`{"version":1,"default":"allow","rules":[]}`),
+		PolicyName: "allow-all", SupervisorPID: os.Getpid()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := append(os.Environ(), "TOOLGATE_SESSION="+s.ID, "TOOLGATE_SOCKET="+p.Socket(), "GOMAXPROCS=1")
+	var hook, floor []time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		event := `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_b` + strconv.Itoa(i) + `"}`
+		hook = append(hook, spawn(b, bin, env, event, true))
+		floor = append(floor, spawn(b, "/bin/true", env, "", false))
+	}
+	hp50, hp99 := percentile(hook, 50), percentile(hook, 99)
+	fp50, fp99 := percentile(floor, 50), percentile(floor, 99)
+	b.ReportMetric(float64(hp50.Microseconds())/1000, "hook_p50_ms")
+	b.ReportMetric(float64(hp99.Microseconds())/1000, "hook_p99_ms")
+	b.ReportMetric(float64(fp50.Microseconds())/1000, "true_p50_ms")
+	b.ReportMetric(float64(fp99.Microseconds())/1000, "true_p99_ms")
+	b.ReportMetric(float64(hp50)/float64(fp50), "x_floor_p50")
+}
+
+func spawn(b *testing.B, bin string, env []string, stdin string, wantAnswer bool) time.Duration {
+	in, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	w.WriteString(stdin)
+	w.Close()
+	defer in.Close()
+	cmd := exec.Command(bin)
+	cmd.Env = env
+	cmd.Stdin = in
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		b.Fatal(err)
+	}
+	d := time.Since(start)
+	if wantAnswer && !strings.Contains(out.String(), `"permissionDecision":"allow"`) {
+		b.Fatalf("hook answered %q", out.String())
+	}
+	return d
+}
+
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[(len(s)-1)*p/100]
+}
+
+// BenchmarkDaemonRSS measures the daemon's resident memory (a real
+// toolgate serve process) idle, and after 100,000 gated calls sent by 16
+// concurrent clients. Run it with -benchtime 1x.
+func BenchmarkDaemonRSS(b *testing.B) {
+	bin := filepath.Join(b.TempDir(), "toolgate")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/toolgate")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	for b.Loop() {
+		p := testPaths(b)
+		serve := exec.Command(bin, "serve")
+		serve.Env = append(os.Environ(), "TOOLGATE_RUNTIME_DIR="+p.RuntimeDir, "TOOLGATE_STATE_DIR="+p.StateDir)
+		if err := serve.Start(); err != nil {
+			b.Fatal(err)
+		}
+		c := api.NewClient(p.Socket())
+		for !daemonAnswers(ctx, c) {
+			time.Sleep(20 * time.Millisecond) // the daemon is starting
+		}
+		s, err := c.Register(ctx, api.RegisterRequest{Policy: json.RawMessage(testPolicy), PolicyName: "p", SupervisorPID: os.Getpid()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(rssMB(b, serve.Process.Pid), "idle_rss_MB")
+		const calls, clients = 100_000, 16
+		var wg sync.WaitGroup
+		var next atomic.Int64
+		for range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := next.Add(1); i <= calls; i = next.Add(1) {
+					ev := pre("toolu_"+strconv.FormatInt(i, 10), "Bash", `{"command":"ls -la `+strconv.FormatInt(i, 10)+`"}`)
+					if _, err := c.Hook(ctx, api.HookRequest{SessionID: s.ID, Event: ev}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		b.ReportMetric(rssMB(b, serve.Process.Pid), "rss_after_100k_MB")
+		b.ReportMetric(float64(procField(b, serve.Process.Pid, "VmHWM"))/(1<<20), "peak_rss_MB")
+		b.ReportMetric(float64(procField(b, serve.Process.Pid, "RssAnon"))/(1<<20), "anon_after_100k_MB")
+		b.ReportMetric(float64(procField(b, serve.Process.Pid, "RssFile"))/(1<<20), "file_after_100k_MB")
+		serve.Process.Signal(syscall.SIGTERM)
+		serve.Wait()
+	}
+}
+
+func rssMB(b *testing.B, pid int) float64 { return float64(procField(b, pid, "VmRSS")) / (1 << 20) }
+
+// procField reads a memory figure of a process from /proc, in bytes.
+func procField(b *testing.B, pid int, field string) int64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	b.Fatalf("no %s for %d", field, pid)
+	return 0
+}

@@ -1,0 +1,357 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/policy"
+	"golang.org/x/sys/unix"
+)
+
+// Config configures a daemon.
+type Config struct {
+	Paths    api.Paths
+	Logger   *slog.Logger
+	Version  string
+	IdleExit time.Duration // exit after this long with no session and no request; never when 0
+	// Ready, when set, receives one line once the daemon accepts
+	// connections (toolgate run waits on it when it starts a daemon).
+	Ready io.Writer
+}
+
+// Daemon is the gate daemon: the only process that opens the ledger.
+type Daemon struct {
+	cfg      Config
+	log      *slog.Logger
+	ledger   *ledger.Ledger
+	sessions *sessions
+	gate     *gate
+
+	inflight atomic.Int64
+	lastSeen atomic.Int64 // unix nanoseconds of the last request
+}
+
+// ErrRunning is returned by Serve when another daemon holds the runtime
+// directory.
+var ErrRunning = errors.New("a toolgate daemon is already running for this runtime directory")
+
+// Serve runs a daemon until ctx ends or it has been idle for IdleExit.
+// In-flight requests finish and the ledger is closed before it returns.
+func Serve(ctx context.Context, cfg Config) error {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := makeRuntimeDir(cfg.Paths); err != nil {
+		return err
+	}
+	lock, err := lockFile(cfg.Paths.DaemonLock(), false)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return ErrRunning
+	}
+	if err != nil {
+		return fmt.Errorf("daemon lock: %w", err)
+	}
+	defer lock.Close()
+	if err := stateDir(cfg.Paths); err != nil {
+		return err
+	}
+	l, err := ledger.Open(cfg.Paths.LedgerDir(), ledger.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	gateLn, err := bindSocket(cfg.Paths.Socket())
+	if err != nil {
+		return err
+	}
+	approveLn, err := bindSocket(cfg.Paths.ApproveSocket())
+	if err != nil {
+		gateLn.Close()
+		return err
+	}
+	d := &Daemon{cfg: cfg, log: log, ledger: l, sessions: newSessions(l)}
+	d.gate = &gate{ledger: l, sessions: d.sessions, log: log, broker: newBroker(), rearmc: make(chan struct{}, 1)}
+	d.lastSeen.Store(time.Now().UnixNano())
+	if err := d.sessions.loadActive(ctx); err != nil {
+		log.Error("load the active sessions", "err", err)
+	}
+	d.ingestSpools(ctx)
+	return d.serve(ctx, gateLn, approveLn)
+}
+
+func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener) error {
+	newServer := func(h http.Handler) *http.Server {
+		return &http.Server{Handler: h, ConnContext: withPeer, ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelWarn)}
+	}
+	gateSrv, approveSrv := newServer(d.handler()), newServer(d.approverHandler())
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	if d.cfg.IdleExit > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); d.exitWhenIdle(ctx, cancel) }()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); d.gate.expireLoop(ctx) }()
+	errc := make(chan error, 2)
+	go func() { errc <- gateSrv.Serve(gateLn) }()
+	go func() { errc <- approveSrv.Serve(approveLn) }()
+	if d.cfg.Ready != nil {
+		fmt.Fprintln(d.cfg.Ready, "ready")
+	}
+	d.log.Info("daemon listening", "socket", d.cfg.Paths.Socket(), "ledger", d.cfg.Paths.LedgerDir(), "pid", os.Getpid())
+	var err error
+	select {
+	case err = <-errc:
+		cancel()
+	case <-ctx.Done():
+	}
+	// Stop taking requests, let the ones in flight finish; long waits on
+	// approvals end (their callers ask again after a restart).
+	shutdown, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	approveSrv.Shutdown(shutdown)
+	if serr := gateSrv.Shutdown(shutdown); err == nil {
+		err = serr
+	}
+	wg.Wait()
+	d.log.Info("daemon stopped")
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// exitWhenIdle cancels the daemon once it has had no live session and no
+// request for IdleExit.
+func (d *Daemon) exitWhenIdle(ctx context.Context, exit context.CancelFunc) {
+	tick := time.NewTicker(min(d.cfg.IdleExit/4+time.Millisecond, 5*time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		idle := time.Since(time.Unix(0, d.lastSeen.Load()))
+		if d.inflight.Load() == 0 && d.sessions.active() == 0 && idle >= d.cfg.IdleExit && !d.anyPending(ctx) {
+			d.log.Info("idle: exiting", "idle", idle.Round(time.Second))
+			exit()
+			return
+		}
+	}
+}
+
+// anyPending reports whether an approval waits: the daemon stays to expire
+// it on time.
+func (d *Daemon) anyPending(ctx context.Context) bool {
+	pending, err := d.ledger.Pending(ctx)
+	return err != nil || len(pending) > 0
+}
+
+func (d *Daemon) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc(api.RouteStatus, d.handleStatus)
+	mux.HandleFunc(api.RouteRegister, d.handleRegister)
+	mux.HandleFunc(api.RouteSession, d.handleSession)
+	mux.HandleFunc(api.RouteEndSession, d.handleEndSession)
+	mux.HandleFunc(api.RouteSessionCalls, d.handleSessionCalls)
+	mux.HandleFunc(api.RouteCalls, d.handleCalls)
+	mux.HandleFunc(api.RouteHook, d.handleHook)
+	mux.HandleFunc(api.RoutePrompt, d.handlePrompt)
+	mux.HandleFunc(api.RouteWait, d.handleWait)
+	mux.HandleFunc(api.RouteClaudePID, d.handleClaudePID)
+	return d.guard(mux)
+}
+
+// guard refuses what must never reach a handler: another uid, a browser,
+// another protocol version.
+func (d *Daemon) guard(next http.Handler) http.Handler {
+	uid := os.Getuid()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.inflight.Add(1)
+		defer d.inflight.Add(-1)
+		d.lastSeen.Store(time.Now().UnixNano())
+		w.Header().Set(api.HeaderProtocol, strconv.Itoa(api.ProtocolVersion))
+		p, ok := peerFrom(r.Context())
+		switch {
+		case !ok || p.UID != uid:
+			d.log.Warn("refused a request from another user", "uid", p.UID, "pid", p.PID, "path", r.URL.Path)
+			writeError(w, http.StatusForbidden, "forbidden", "only the daemon's own user may use it")
+		case r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "":
+			d.log.Warn("refused a request from a browser", "pid", p.PID, "origin", r.Header.Get("Origin"))
+			writeError(w, http.StatusForbidden, "browser_request", "requests from browsers are refused")
+		case r.Header.Get(api.HeaderProtocol) != strconv.Itoa(api.ProtocolVersion):
+			writeError(w, http.StatusBadRequest, "protocol_mismatch",
+				fmt.Sprintf("this daemon speaks protocol %d, the client %q; restart the daemon after an upgrade", api.ProtocolVersion, r.Header.Get(api.HeaderProtocol)))
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// maxRequest bounds a request body: a hook event with a very large input
+// is refused rather than buffered without end.
+const maxRequest = 32 << 20
+
+// decodeRequest decodes the request body into v. It reads the body to its
+// end: only then does the server watch the connection, so that a handler
+// that waits (a PermissionRequest, an approval) learns when its caller is
+// gone.
+func decodeRequest(w http.ResponseWriter, r *http.Request, v any) bool {
+	body := http.MaxBytesReader(w, r.Body, maxRequest)
+	dec := json.NewDecoder(body)
+	err := dec.Decode(v)
+	if err == nil {
+		_, err = io.Copy(io.Discard, body)
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", "request body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(api.Error{Message: msg, Code: code})
+}
+
+// fail answers an error from the gate's own machinery.
+func (d *Daemon) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var invalid policy.LoadErrors
+	switch {
+	case errors.Is(err, errUnknownSession), errors.Is(err, ledger.ErrNotFound):
+		writeError(w, http.StatusNotFound, "not_found", err.Error())
+	case errors.Is(err, errBadEvent):
+		writeError(w, http.StatusBadRequest, "bad_event", err.Error())
+	case errors.As(err, &invalid):
+		writeError(w, http.StatusUnprocessableEntity, "invalid_policy", err.Error())
+	default:
+		d.log.Error("request failed", "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusServiceUnavailable, "internal", "the gate could not complete the request: "+err.Error())
+	}
+}
+
+func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, api.StatusResponse{Protocol: api.ProtocolVersion, Version: d.cfg.Version, PID: os.Getpid(),
+		Ledger: d.cfg.Paths.LedgerDir(), Sessions: d.sessions.active()})
+}
+
+func (d *Daemon) handleRegister(w http.ResponseWriter, r *http.Request) {
+	var req api.RegisterRequest
+	if !decodeRequest(w, r, &req) {
+		return
+	}
+	s, err := d.sessions.register(r.Context(), "ses_"+ulid.Make().String(), req)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, public(s.rec))
+}
+
+func (d *Daemon) handleSession(w http.ResponseWriter, r *http.Request) {
+	rec, err := d.ledger.Session(r.Context(), r.PathValue("id"))
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, public(rec))
+}
+
+func (d *Daemon) handleEndSession(w http.ResponseWriter, r *http.Request) {
+	rec, err := d.sessions.end(r.Context(), r.PathValue("id"))
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	d.ingestSpool(r.Context(), rec.ID, true)
+	writeJSON(w, public(rec))
+}
+
+func (d *Daemon) handleSessionCalls(w http.ResponseWriter, r *http.Request) {
+	d.listCalls(w, r, r.PathValue("id"))
+}
+
+func (d *Daemon) handleCalls(w http.ResponseWriter, r *http.Request) {
+	d.listCalls(w, r, r.URL.Query().Get("session"))
+}
+
+func (d *Daemon) listCalls(w http.ResponseWriter, r *http.Request, session string) {
+	calls, err := d.ledger.Calls(r.Context(), ledger.CallQuery{SessionID: session})
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, api.CallsResponse{Calls: append([]api.Call{}, calls...)})
+}
+
+func (d *Daemon) handleHook(w http.ResponseWriter, r *http.Request) {
+	var req api.HookRequest
+	if !decodeRequest(w, r, &req) {
+		return
+	}
+	var s *gateSession
+	var err error
+	if req.Installed != nil {
+		p, _ := peerFrom(r.Context())
+		s, err = d.sessions.installed(r.Context(), req.Event, *req.Installed, p.PID)
+	} else {
+		s, err = d.sessions.get(r.Context(), req.SessionID)
+	}
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	v, err := d.gate.hook(r.Context(), s, req.Event)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, api.HookResponse{Verdict: v})
+}
+
+func (d *Daemon) handlePrompt(w http.ResponseWriter, r *http.Request) {
+	var req api.PromptRequest
+	if !decodeRequest(w, r, &req) {
+		return
+	}
+	s, err := d.sessions.get(r.Context(), req.SessionID)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	if req.ToolUseID == "" || req.ToolName == "" || !json.Valid(req.Input) {
+		writeError(w, http.StatusBadRequest, "bad_request", "tool_use_id, tool_name and input are required")
+		return
+	}
+	v, err := d.gate.prompt(r.Context(), s, api.Call{ToolUseID: req.ToolUseID, ToolName: req.ToolName, Input: req.Input})
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, v)
+}

@@ -1,0 +1,202 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/ledger"
+)
+
+// gate decides calls: the part of the daemon that the hook and the prompt
+// tool talk to. The decision itself is the session's (policy.Session,
+// pure); the gate records it, once per tool_use_id, and turns asks into
+// approvals.
+type gate struct {
+	ledger   *ledger.Ledger
+	sessions *sessions
+	log      *slog.Logger
+	broker   *broker
+	rearmc   chan struct{} // wakes the expiry loop
+	claims   claims        // the calls installed hooks' PermissionRequests wait on
+}
+
+// errBadEvent is a hook event the gate cannot use.
+var errBadEvent = errors.New("malformed hook event")
+
+// hook handles one hook event. PreToolUse gets a verdict; the events after
+// a call are recorded and get none; an installed hook's PermissionRequest
+// waits for a person, and its SessionEnd ends the session.
+func (g *gate) hook(ctx context.Context, s *gateSession, raw []byte) (*api.Verdict, error) {
+	if !gjson.ValidBytes(raw) {
+		return nil, fmt.Errorf("%w: not JSON", errBadEvent)
+	}
+	ev := gjson.ParseBytes(raw)
+	switch name := ev.Get("hook_event_name").String(); name {
+	case api.PreToolUse:
+		c, err := callOf(ev)
+		if err != nil {
+			return nil, err
+		}
+		v, err := g.decide(ctx, s, c, true)
+		return &v, err
+	case api.PostToolUse, api.PostToolUseFailure:
+		return nil, g.executed(ctx, s, ev, name == api.PostToolUseFailure)
+	case api.PostToolBatch:
+		return nil, g.batch(ctx, ev)
+	case api.PermissionRequest:
+		return g.permissionRequest(ctx, s, ev)
+	case api.SessionEnd:
+		return nil, g.sessionEnd(ctx, s)
+	default:
+		return nil, fmt.Errorf("%w: unsupported hook_event_name %q", errBadEvent, name)
+	}
+}
+
+// callOf is the call a hook event is about.
+func callOf(ev gjson.Result) (api.Call, error) {
+	c := api.Call{ToolUseID: ev.Get("tool_use_id").String(), ToolName: ev.Get("tool_name").String(),
+		AgentID: ev.Get("agent_id").String()}
+	input := ev.Get("tool_input")
+	if c.ToolUseID == "" || c.ToolName == "" || !input.IsObject() {
+		return c, fmt.Errorf("%w: tool_use_id, tool_name and an object tool_input are required", errBadEvent)
+	}
+	c.Input = json.RawMessage(input.Raw)
+	return c, nil
+}
+
+// decide gives a call its verdict, once per tool_use_id: the session
+// decides it (outside the ledger's writer), and the ledger records the
+// proposal with that verdict in one durable transaction, unless the call
+// was decided before; then the recorded verdict stands, a call that
+// already ran is denied duplicate_tool_use_id, and one proposed with
+// another input tool_use_id_conflict. fromHook says the call comes from
+// PreToolUse: a terminal verdict's write-back is recorded in the same
+// transaction, and a proposal of a settled tool_use_id is recorded as a
+// repeat. (The prompt tool asks about calls their PreToolUse decided.)
+func (g *gate) decide(ctx context.Context, s *gateSession, c api.Call, fromHook bool) (api.Verdict, error) {
+	c.SessionID = s.rec.ID
+	v := s.decider.Evaluate(c.ToolName, c.Input)
+	stored, fresh, err := g.ledger.Record(ctx, c, v, fromHook)
+	switch {
+	case ledger.IsConflict(err):
+		g.log.Warn("tool_use_id proposed again with another input", "tool_use_id", c.ToolUseID, "session", s.rec.ID)
+		v = api.Deny(api.ReasonToolUseIDConflict, api.SourceLedger)
+	case err != nil:
+		return api.Verdict{}, err
+	case fresh:
+		return v, nil
+	case stored.Executions > 0:
+		v = api.Deny(api.ReasonDuplicateToolUseID, api.SourceLedger)
+	case stored.Effect == api.EffectAsk:
+		return answer(stored.Verdict), nil // still waiting for a person
+	default:
+		v = answer(stored.Verdict)
+	}
+	if fromHook {
+		// The model sent this tool_use_id again: the audit and the report
+		// must show the second proposal and its answer.
+		if _, err := g.ledger.RecordRepeat(ctx, c.ToolUseID, s.rec.ID, v); err != nil {
+			return api.Verdict{}, err
+		}
+	}
+	return v, nil
+}
+
+// answer is a recorded verdict as the model gets it again: a deny with
+// the message it was given (or the standard one).
+func answer(v api.Verdict) api.Verdict {
+	if v.Effect == api.EffectDeny && v.Message == "" {
+		v.Message = api.DenyMessage(v, "")
+	}
+	return v
+}
+
+// prompt answers one permission_prompt call: the recorded verdict of the
+// call (deciding it now if the hook never saw it), with the input to run on
+// allow. An ask becomes an approval record; the verdict then says ask,
+// with the approval's id, and the caller waits for it (wait).
+func (g *gate) prompt(ctx context.Context, s *gateSession, c api.Call) (api.Verdict, error) {
+	v, err := g.decide(ctx, s, c, false)
+	if err != nil {
+		return api.Verdict{}, err
+	}
+	if v.Effect == api.EffectAsk {
+		return g.ask(ctx, s, c, v)
+	}
+	if v.Effect == api.EffectAllow {
+		v.UpdatedInput = c.Input
+	}
+	g.writeBack(ctx, c.ToolUseID, v)
+	return v, nil
+}
+
+// writeBack records what the gate answered for a call. The answer stands
+// even if recording it fails; the failure is logged.
+func (g *gate) writeBack(ctx context.Context, toolUseID string, v api.Verdict) {
+	if _, err := g.ledger.RecordWriteBack(ctx, api.WriteBackOf(toolUseID, v)); err != nil {
+		g.log.Error("record write-back", "tool_use_id", toolUseID, "err", err)
+	}
+}
+
+// executed records a PostToolUse or PostToolUseFailure.
+func (g *gate) executed(ctx context.Context, s *gateSession, ev gjson.Result, failed bool) error {
+	id := ev.Get("tool_use_id").String()
+	if id == "" {
+		return fmt.Errorf("%w: no tool_use_id", errBadEvent)
+	}
+	outcome := "ok"
+	if failed {
+		outcome = clip(ev.Get("error").String(), 200)
+	}
+	_, err := g.ledger.RecordExecution(ctx, id, ledger.Execution{Failed: failed, Outcome: outcome})
+	if errors.Is(err, ledger.ErrNotFound) {
+		// An execution the gate never saw proposed: record the call, then
+		// the execution, so that the audit shows it ran without a decision.
+		c, cerr := callOf(ev)
+		if cerr != nil {
+			return cerr
+		}
+		c.SessionID = s.rec.ID
+		if _, _, err := g.ledger.Propose(ctx, c); err != nil && !ledger.IsConflict(err) {
+			return err
+		}
+		g.log.Error("a call ran that the gate never decided", "tool_use_id", id, "session", s.rec.ID)
+		_, err = g.ledger.RecordExecution(ctx, id, ledger.Execution{Failed: failed, Outcome: outcome})
+	}
+	if ledger.IsDuplicateExecution(err) {
+		g.log.Error("a tool_use_id ran twice", "tool_use_id", id, "session", s.rec.ID)
+		return nil
+	}
+	return err
+}
+
+// batch records what the model saw of every call of one message.
+func (g *gate) batch(ctx context.Context, ev gjson.Result) error {
+	var err error
+	ev.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
+		id := c.Get("tool_use_id").String()
+		if id == "" {
+			return true
+		}
+		seen := c.Get("tool_response")
+		text := seen.String()
+		if !seen.IsArray() && seen.Type != gjson.String {
+			text = seen.Raw
+		}
+		err = g.ledger.RecordSeen(ctx, id, text)
+		return err == nil
+	})
+	return err
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

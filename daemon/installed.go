@@ -1,0 +1,190 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/internal/proc"
+	"github.com/toolgate/toolgate/ledger"
+)
+
+// Sessions of Claude Code's own, gated by the hook toolgate install puts in
+// its settings: no toolgate run registers them, so the daemon does on their
+// first event, under Claude Code's session_id.
+
+// installed returns the session of an installed hook's event, registering
+// it on first sight with the policy the hook names. The session's claude is
+// the pid the hook reports when it is an ancestor of the calling hook, so
+// that nothing the session starts can approve its calls; a resumed session
+// (a new claude, or an ended session) is opened again.
+func (ss *sessions) installed(ctx context.Context, raw []byte, in api.InstalledHook, callerPID int) (*gateSession, error) {
+	if !gjson.ValidBytes(raw) {
+		return nil, fmt.Errorf("%w: not JSON", errBadEvent)
+	}
+	ev := gjson.ParseBytes(raw)
+	id := ev.Get("session_id").String()
+	if id == "" || len(id) > 128 || strings.ContainsAny(id, "/\\ ") || strings.HasPrefix(id, "ses_") {
+		return nil, fmt.Errorf("%w: a Claude Code session_id is required", errBadEvent)
+	}
+	ss.installMu.Lock() // one registration at a time: parallel calls of a new session race here
+	defer ss.installMu.Unlock()
+	claude := claudeOf(callerPID, in.ClaudePID)
+	s, err := ss.get(ctx, id)
+	switch {
+	case err == nil && !s.settings.Installed:
+		return nil, fmt.Errorf("%w: session %s is a toolgate run session", errBadEvent, id)
+	case err == nil && (s.rec.EndedAt != nil || s.rec.ClaudePID != claude):
+		return ss.reopen(ctx, s, claude)
+	case err == nil:
+		return s, nil
+	case !errors.Is(err, errUnknownSession):
+		return nil, err
+	}
+	doc, err := os.ReadFile(in.PolicyPath)
+	if err != nil {
+		return nil, fmt.Errorf("read the policy of toolgate install's hook: %w", err)
+	}
+	settings := sessionSettings{PolicyName: in.PolicyPath, ApprovalTimeout: in.ApprovalTimeout, OnAsk: "wait",
+		Home: in.Home, Installed: true}
+	return ss.start(ctx, api.Session{ID: id, ClaudeSessionID: id, Cwd: ev.Get("cwd").String(), ClaudePID: claude}, settings, doc)
+}
+
+// reopen records the claude of a resumed session and that it runs again.
+func (ss *sessions) reopen(ctx context.Context, s *gateSession, claude int) (*gateSession, error) {
+	rec, err := ss.ledger.UpdateSession(ctx, s.rec.ID, func(r *api.Session) { r.ClaudePID, r.EndedAt = claude, nil })
+	if err != nil {
+		return nil, err
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s.rec = rec
+	ss.byID[rec.ID] = s
+	return s, nil
+}
+
+// claudeOf is the claude process of a calling hook: the pid the hook
+// claims when it is one of its ancestors, else the hook's parent (or the
+// parent of the shell Claude Code runs hooks with).
+func claudeOf(callerPID, claimed int) int {
+	if claimed > 1 && claimed != callerPID && descendsFrom(callerPID, map[int]bool{claimed: true}) {
+		return claimed
+	}
+	parent, ok := proc.Parent(callerPID)
+	if !ok {
+		return 0
+	}
+	if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", parent)); shells[strings.TrimSpace(string(comm))] {
+		if pp, ok := proc.Parent(parent); ok {
+			return pp
+		}
+	}
+	return parent
+}
+
+var shells = map[string]bool{"sh": true, "dash": true, "bash": true, "zsh": true}
+
+// claims are the calls whose PermissionRequest a hook is waiting on: the
+// event carries no tool_use_id, so two identical calls of one session
+// (parallel reads of one file) must each find their own.
+type claims struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+// permissionRequest answers the PermissionRequest of an installed hook's
+// session: it finds the ask it belongs to (the session's oldest undecided
+// ask of the same tool and input that no other PermissionRequest holds),
+// makes it an approval record and waits for a person. An allow carries the
+// input to run; an ask verdict (handed_to_claude) means no answer: Claude
+// Code's own dialog decides. A PermissionRequest toolgate did not ask for
+// (a call the policy allowed that Claude Code still asks about, such as a
+// write to its settings) gets no answer either.
+func (g *gate) permissionRequest(ctx context.Context, s *gateSession, ev gjson.Result) (*api.Verdict, error) {
+	if !s.settings.Installed {
+		return nil, nil // toolgate run answers asks with its prompt tool
+	}
+	toolName, input := ev.Get("tool_name").String(), ev.Get("tool_input")
+	if toolName == "" || !input.IsObject() {
+		return nil, fmt.Errorf("%w: tool_name and an object tool_input are required", errBadEvent)
+	}
+	c, ok, err := g.claimAsk(ctx, s, toolName, json.RawMessage(input.Raw))
+	if err != nil || !ok {
+		return nil, err
+	}
+	defer g.release(c.ToolUseID)
+	v, err := g.ask(ctx, s, c, c.Verdict)
+	if err != nil || v.Effect != api.EffectAsk {
+		return &v, err
+	}
+	id := v.ApprovalID
+	v, err = g.wait(ctx, id)
+	if errors.Is(err, errStillPending) {
+		// The hook is gone before anyone decided: Claude Code's dialog
+		// answered first, or the hook was stopped. Nothing decided now
+		// could take effect, so the approval ends here.
+		g.handOff(context.WithoutCancel(ctx), id)
+	}
+	return &v, err
+}
+
+// claimAsk finds the call of a PermissionRequest and holds it.
+func (g *gate) claimAsk(ctx context.Context, s *gateSession, toolName string, input json.RawMessage) (api.Call, bool, error) {
+	calls, err := g.ledger.Calls(ctx, ledger.CallQuery{SessionID: s.rec.ID})
+	if err != nil {
+		return api.Call{}, false, err
+	}
+	sort.SliceStable(calls, func(i, j int) bool { return calls[i].ProposedAt.Before(calls[j].ProposedAt) })
+	hash := ledger.InputSHA256(toolName, input)
+	g.claims.mu.Lock()
+	defer g.claims.mu.Unlock()
+	for _, c := range calls {
+		if c.ToolName != toolName || c.InputSHA256 != hash || c.Effect != api.EffectAsk ||
+			c.Source == api.SourceClaude || c.Executions > 0 || g.claims.ids[c.ToolUseID] {
+			continue
+		}
+		if g.claims.ids == nil {
+			g.claims.ids = map[string]bool{}
+		}
+		g.claims.ids[c.ToolUseID] = true
+		return c, true, nil
+	}
+	return api.Call{}, false, nil
+}
+
+func (g *gate) release(toolUseID string) {
+	g.claims.mu.Lock()
+	defer g.claims.mu.Unlock()
+	delete(g.claims.ids, toolUseID)
+}
+
+// handOff ends a pending hand-off approval whose hook went away.
+func (g *gate) handOff(ctx context.Context, approvalID string) {
+	a, _, err := g.ledger.HandOff(ctx, approvalID, api.ActorHookGone)
+	if err != nil {
+		if !ledger.IsTerminal(err) {
+			g.log.Error("hand off an approval", "approval", approvalID, "err", err)
+		}
+		return
+	}
+	g.log.Info("approval handed to Claude Code's dialog", "approval", a.ID, "tool_use_id", a.ToolUseID)
+	g.publish(ctx, api.EventExpired, a)
+	g.broker.changed(a.ID)
+	g.rearm()
+}
+
+// sessionEnd ends an installed hook's session when Claude Code ends it.
+func (g *gate) sessionEnd(ctx context.Context, s *gateSession) error {
+	if !s.settings.Installed {
+		return nil // toolgate run ends its own
+	}
+	_, err := g.sessions.end(ctx, s.rec.ID)
+	return err
+}

@@ -1,0 +1,237 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/internal/proc"
+	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/policy"
+)
+
+// sessionSettings is the gate's configuration of a session, kept in the
+// ledger with the session so that a restarted daemon can go on gating it.
+type sessionSettings struct {
+	PolicyName      string         `json:"policy_name"`
+	ApprovalTimeout api.Duration   `json:"approval_timeout"`
+	OnAsk           string         `json:"on_ask"`
+	Home            string         `json:"home"`
+	SupervisorPID   int            `json:"supervisor_pid"`
+	Tools           []api.ToolInfo `json:"tools,omitempty"`
+	// Installed marks a session of Claude Code's own, gated by the hook
+	// toolgate install puts in its settings: its asks go through the
+	// PermissionRequest hook, wait at most ApprovalTimeout, and are handed
+	// to Claude Code's dialog when nobody decides. Its process is the
+	// session's claude.
+	Installed bool `json:"installed,omitempty"`
+}
+
+// alive reports whether the session's process still runs: its supervisor,
+// or the claude of an installed hook's session.
+func (st sessionSettings) alive(rec api.Session) bool {
+	if st.Installed {
+		return proc.Alive(rec.ClaudePID)
+	}
+	return proc.Alive(st.SupervisorPID)
+}
+
+// gateSession is a session ready to decide calls.
+type gateSession struct {
+	rec      api.Session
+	settings sessionSettings
+	decider  *policy.Session
+}
+
+// sessions caches the sessions the daemon gates; a session not in the
+// cache (after a restart) is loaded from the ledger.
+type sessions struct {
+	ledger    *ledger.Ledger
+	mu        sync.Mutex
+	byID      map[string]*gateSession
+	installMu sync.Mutex // serializes the registration of installed hooks' sessions
+}
+
+func newSessions(l *ledger.Ledger) *sessions {
+	return &sessions{ledger: l, byID: map[string]*gateSession{}}
+}
+
+// errUnknownSession is a session id the ledger does not know.
+var errUnknownSession = errors.New("unknown session")
+
+func (ss *sessions) get(ctx context.Context, id string) (*gateSession, error) {
+	ss.mu.Lock()
+	s, ok := ss.byID[id]
+	ss.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	rec, err := ss.ledger.Session(ctx, id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil, fmt.Errorf("session %q: %w", id, errUnknownSession)
+	}
+	if err != nil {
+		return nil, err
+	}
+	doc, err := ss.ledger.Policy(ctx, rec.PolicySHA256)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: policy: %w", id, err)
+	}
+	var settings sessionSettings
+	if err := json.Unmarshal(rec.Settings, &settings); err != nil {
+		return nil, fmt.Errorf("session %s: settings: %w", id, err)
+	}
+	s, err = newGateSession(rec, settings, doc)
+	if err != nil {
+		return nil, err
+	}
+	ss.mu.Lock()
+	ss.byID[id] = s
+	ss.mu.Unlock()
+	return s, nil
+}
+
+func newGateSession(rec api.Session, settings sessionSettings, doc []byte) (*gateSession, error) {
+	p, err := policy.Parse(settings.PolicyName, doc)
+	if err != nil {
+		return nil, err
+	}
+	return &gateSession{rec: rec, settings: settings,
+		decider: policy.NewSession(p, settings.Tools, rec.Cwd, settings.Home)}, nil
+}
+
+// register records a new session of toolgate run and caches it.
+func (ss *sessions) register(ctx context.Context, id string, r api.RegisterRequest) (*gateSession, error) {
+	settings := sessionSettings{PolicyName: r.PolicyName, ApprovalTimeout: r.ApprovalTimeout, OnAsk: r.OnAsk,
+		Home: r.Home, SupervisorPID: r.SupervisorPID, Tools: r.Tools}
+	return ss.start(ctx, api.Session{ID: id, Cwd: r.Cwd}, settings, r.Policy)
+}
+
+// start records a session (or finds it recorded) with its policy and
+// settings, and caches it.
+func (ss *sessions) start(ctx context.Context, rec api.Session, settings sessionSettings, doc []byte) (*gateSession, error) {
+	if settings.ApprovalTimeout <= 0 {
+		settings.ApprovalTimeout = api.Duration(api.DefaultApprovalTimeout)
+	}
+	if settings.OnAsk == "" {
+		settings.OnAsk = "wait"
+	}
+	raw, err := json.Marshal(settings)
+	if err != nil {
+		return nil, err
+	}
+	p, err := policy.Parse(settings.PolicyName, doc)
+	if err != nil {
+		return nil, err
+	}
+	if err := ss.ledger.StorePolicy(ctx, p.SHA256, doc); err != nil {
+		return nil, err
+	}
+	rec.PolicySHA256, rec.PolicyVersion, rec.Settings = p.SHA256, p.Version, raw
+	rec, existed, err := ss.ledger.StartSession(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	if existed {
+		return ss.get(ctx, rec.ID) // as recorded (another event of it was first)
+	}
+	s, err := newGateSession(rec, settings, doc)
+	if err != nil {
+		return nil, err
+	}
+	ss.mu.Lock()
+	ss.byID[rec.ID] = s
+	ss.mu.Unlock()
+	return s, nil
+}
+
+// end records the end of a session and forgets it.
+func (ss *sessions) end(ctx context.Context, id string) (api.Session, error) {
+	rec, err := ss.ledger.EndSession(ctx, id, time.Now())
+	ss.mu.Lock()
+	delete(ss.byID, id)
+	ss.mu.Unlock()
+	return rec, err
+}
+
+// active counts the cached sessions whose supervisor still runs.
+func (ss *sessions) active() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	n := 0
+	for id, s := range ss.byID {
+		if s.rec.EndedAt == nil && s.settings.alive(s.rec) {
+			n++
+			continue
+		}
+		delete(ss.byID, id)
+	}
+	return n
+}
+
+// public is a session as the protocol shows it: without the gate's own
+// settings.
+func public(rec api.Session) api.Session {
+	rec.Settings = nil
+	return rec
+}
+
+// loadActive caches the sessions that were running when the daemon last
+// stopped, so that their processes are known (and refused as approvers)
+// from the first moment.
+func (ss *sessions) loadActive(ctx context.Context) error {
+	all, err := ss.ledger.Sessions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, rec := range all {
+		var settings sessionSettings
+		if rec.EndedAt != nil || json.Unmarshal(rec.Settings, &settings) != nil || !settings.alive(rec) {
+			continue
+		}
+		if _, err := ss.get(ctx, rec.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setClaudePID records the pid of a session's claude.
+func (ss *sessions) setClaudePID(ctx context.Context, id string, pid int) error {
+	s, err := ss.get(ctx, id)
+	if err != nil {
+		return err
+	}
+	rec, err := ss.ledger.UpdateSession(ctx, id, func(r *api.Session) { r.ClaudePID = pid })
+	if err != nil {
+		return err
+	}
+	ss.mu.Lock()
+	s.rec = rec
+	ss.mu.Unlock()
+	return nil
+}
+
+// gatedPIDs are the processes of live sessions (each supervisor and each
+// claude): nothing descending from them may decide an approval.
+func (ss *sessions) gatedPIDs() map[int]bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	pids := map[int]bool{}
+	for _, s := range ss.byID {
+		if s.rec.EndedAt != nil {
+			continue
+		}
+		if s.settings.SupervisorPID > 0 {
+			pids[s.settings.SupervisorPID] = true
+		}
+		if s.rec.ClaudePID > 0 {
+			pids[s.rec.ClaudePID] = true
+		}
+	}
+	return pids
+}

@@ -1,0 +1,66 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/modelscript"
+)
+
+// toolgate audit verify and export go through the daemon, the only process
+// that opens the ledger: they work while the daemon runs (it did not,
+// before: exit 69 "stop the daemon first"). A ledger no daemon serves gets
+// a private daemon; one another process holds is refused with a way out.
+func TestAuditThroughTheDaemon(t *testing.T) {
+	w := newWorld(t)
+	r := w.run(runArgs{policy: allowTouchPolicy, script: []modelscript.Step{step(bash("toolu_audit_1", "touch a.txt"))}})
+	if r.code != 0 {
+		t.Fatalf("run: exit %d", r.code)
+	}
+	if _, err := w.client().Status(t.Context()); err != nil {
+		t.Fatalf("the daemon should still run (idle exit): %v", err)
+	}
+	if code, out := w.toolgate("audit", "verify"); code != 0 || out != "" {
+		t.Fatalf("verify while the daemon runs: %d %q", code, out)
+	}
+	code, out := w.toolgateOut("audit", "verify", "--json")
+	if code != 0 || !strings.Contains(out, `"valid": true`) || !strings.Contains(out, `"head": "`) {
+		t.Fatalf("verify --json: %d %s", code, out)
+	}
+	export := filepath.Join(t.TempDir(), "audit.jsonl")
+	if code, out := w.toolgate("audit", "export", "-o", export); code != 0 {
+		t.Fatalf("export: %d %s", code, out)
+	}
+	data, _ := os.ReadFile(export)
+	if !strings.Contains(string(data), `"subject":"toolu_audit_1"`) || !strings.Contains(string(data), `"kind":"call_executed"`) {
+		t.Fatalf("export lacks the call:\n%s", data)
+	}
+	if code, out := w.toolgate("audit", "verify", "--file", export); code != 0 {
+		t.Errorf("verify of the export: %d %s", code, out)
+	}
+
+	// The same ledger named from another world while its daemon holds it:
+	// refused, saying what to do.
+	other := newWorld(t)
+	ledgerDir := filepath.Join(w.root, "state", "toolgate", "ledger")
+	code, out = other.toolgate("audit", "verify", "--ledger", ledgerDir)
+	if code != 69 || !strings.Contains(out, "in use by another process") || !strings.Contains(out, "Try: ") {
+		t.Errorf("a ledger another daemon holds: %d %s", code, out)
+	}
+	// Once that daemon is gone, a private daemon serves it, and goes.
+	w.stopDaemon()
+	if code, out := other.toolgate("audit", "verify", "--ledger", ledgerDir); code != 0 || out != "" {
+		t.Errorf("a ledger no daemon serves: %d %q", code, out)
+	}
+	if code, out := other.toolgate("audit", "export", "--ledger", ledgerDir, "-o", export+".2"); code != 0 {
+		t.Errorf("export of a ledger no daemon serves: %d %s", code, out)
+	}
+	if again, _ := os.ReadFile(export + ".2"); string(again) != string(data) {
+		t.Errorf("the two exports differ")
+	}
+	if _, err := other.client().Status(t.Context()); err == nil {
+		t.Errorf("the other world's own daemon was started for a --ledger audit")
+	}
+}

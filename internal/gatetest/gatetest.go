@@ -1,0 +1,74 @@
+// Package gatetest starts a real gate daemon in the test's process, on
+// real sockets and a real ledger, with a session to ask from: what the
+// approvers' tests (watch, notify) need. Only tests import it.
+package gatetest
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/daemon"
+)
+
+// Gate is a running daemon and a session registered with it.
+type Gate struct {
+	Client   *api.Client // gate.sock: what toolgate run talks to
+	Approver *api.Client // approve.sock: what people talk to
+	Session  string
+	Paths    api.Paths
+}
+
+// Start starts a daemon until the test ends, and registers a session whose
+// supervisor is a process of its own (not the test's), so that the test
+// may decide the session's approvals. Asks wait up to timeout.
+func Start(t *testing.T, timeout time.Duration) *Gate {
+	t.Helper()
+	rt, err := os.MkdirTemp("", "tgt") // short: socket paths are limited
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(rt) })
+	p := api.Paths{RuntimeDir: filepath.Join(rt, "toolgate"), StateDir: filepath.Join(t.TempDir(), "state")}
+	ctx, cancel := context.WithCancel(context.Background())
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- daemon.Serve(ctx, daemon.Config{Paths: p, Ready: w}) }()
+	if _, err := r.Read(make([]byte, 6)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); <-done })
+	supervisor := exec.Command("sleep", "300")
+	if err := supervisor.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { supervisor.Process.Kill(); supervisor.Wait() })
+	g := &Gate{Client: api.NewClient(p.Socket()), Approver: api.NewClient(p.ApproveSocket()), Paths: p}
+	s, err := g.Client.Register(context.Background(), api.RegisterRequest{Policy: json.RawMessage(`{"version":1,"default":"ask","rules":[]}`),
+		PolicyName: "p", SupervisorPID: supervisor.Process.Pid, ApprovalTimeout: api.Duration(timeout)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Session = s.ID
+	return g
+}
+
+// Ask makes the session ask about one call (git push) through the prompt
+// tool's route, and returns the verdict: an ask with its approval's id.
+func (g *Gate) Ask(t *testing.T, toolUseID string) api.Verdict {
+	t.Helper()
+	v, err := g.Client.Prompt(context.Background(), api.PromptRequest{SessionID: g.Session, ToolName: "Bash", ToolUseID: toolUseID,
+		Input: json.RawMessage(`{"command":"git push"}`)})
+	if err != nil || v.Effect != api.EffectAsk {
+		t.Fatalf("ask: %+v %v", v, err)
+	}
+	return v
+}

@@ -1,0 +1,241 @@
+// Package store is the ledger's storage engine: Badger, made durable one
+// batch at a time through its own journal, with one committer goroutine
+// that batches concurrent writes into one transaction (group commit). An
+// operation is a function of the transaction that returns a typed result;
+// it is acknowledged only once its batch is durable. Operations must be
+// pure functions of the transaction: a batch whose store write fails is run
+// again without the failing operation.
+//
+// Durable means in the journal, fdatasynced: Badger runs without
+// SyncWrites (two syncs a commit) and the journal, applied again at Open,
+// covers what a crash of the machine could take from it (journal.go).
+// After a checkpoint the store drops Badger's clean mapped pages from its
+// resident memory (resident.go), and it refuses to write into a nearly
+// full filesystem (Badger's memory-mapped writes would kill the process).
+//
+// It knows keys and bytes, not what they mean: the domain records and the
+// audit chain are package ledger's. Only package ledger imports it.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+)
+
+// Options configure a store. The zero value is valid: a durable store that
+// logs nowhere.
+type Options struct {
+	// InMemory keeps everything in memory (tests); dir is ignored.
+	InMemory bool
+	// Logger receives Badger's warnings and errors.
+	Logger *slog.Logger
+	// Now is the clock (tests); time.Now when nil.
+	Now func() time.Time
+	// MaxBatch bounds how many operations share one transaction; 256 when 0.
+	MaxBatch int
+	// MinFree is the free space the filesystem must keep; below it writes
+	// fail with ErrDiskFull instead of being tried. Badger writes through
+	// memory-mapped files, and a write into a full filesystem there kills
+	// the process (SIGBUS). DefaultMinFree when 0; -1 never checks.
+	MinFree int64
+}
+
+// DefaultMinFree is the free space kept by default: more than a memtable
+// and a value log chunk can need.
+const DefaultMinFree = 32 << 20
+
+// ErrDiskFull is returned when the store's filesystem is (nearly) full.
+var ErrDiskFull = errors.New("the ledger's filesystem is full")
+
+// ErrClosed is returned by operations on a closed store.
+var ErrClosed = errors.New("ledger is closed")
+
+// ErrNotFound is returned for a key the store does not hold.
+var ErrNotFound = errors.New("not found")
+
+// Store is an open store. Its methods are safe for concurrent use.
+type Store struct {
+	db       *badger.DB
+	dir      string
+	minFree  int64
+	now      func() time.Time
+	maxBatch int
+
+	mu     sync.RWMutex // guards closed against submissions
+	closed bool
+	ops    chan *op
+	done   chan struct{}
+
+	// Owned by the committer goroutine:
+	journal *journal // nil in memory
+	broken  error    // a batch is in the journal but not in Badger: reopen to apply it
+}
+
+// Open opens (or creates) the store in dir. Badger takes a lock on the
+// directory: a second process opening it fails at once with a
+// *LockedError.
+func Open(dir string, opts Options) (*Store, error) {
+	db, err := badger.Open(badgerOptions(dir, opts))
+	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return nil, &LockedError{Dir: dir, Err: err}
+		}
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	s := &Store{db: db, dir: dir, minFree: opts.MinFree, now: opts.Now, maxBatch: opts.MaxBatch,
+		ops: make(chan *op, 1024), done: make(chan struct{})}
+	if s.minFree == 0 {
+		s.minFree = DefaultMinFree
+	}
+	if opts.InMemory {
+		s.minFree = -1
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.maxBatch <= 0 {
+		s.maxBatch = 256
+	}
+	if !opts.InMemory {
+		if s.journal, err = recoverJournal(db, dir); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open ledger: %w", err)
+		}
+	}
+	go s.commitLoop()
+	return s, nil
+}
+
+// recoverJournal applies what the journals hold (batches a crash of the
+// machine may have kept from Badger), makes it durable, and goes on with
+// the newest journal as the next generation (or a new one).
+func recoverJournal(db *badger.DB, dir string) (*journal, error) {
+	gens, _, err := replay(db, dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := syncBadger(dir); err != nil {
+		return nil, err
+	}
+	var j *journal
+	if len(gens) == 0 {
+		j, err = createJournal(dir, 1, journalSize)
+	} else {
+		last := gens[len(gens)-1]
+		j, err = openJournal(dir, last, last+1)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := removeJournalsBefore(dir, j.gen); err != nil {
+		j.close()
+		return nil, err
+	}
+	return j, nil
+}
+
+// LockedError is returned by Open when another process holds the store.
+type LockedError struct {
+	Dir string
+	Err error
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("ledger %s is in use by another process (a running toolgate serve?)", e.Dir)
+}
+
+func (e *LockedError) Unwrap() error { return e.Err }
+
+// badgerOptions are tuned for a small per-user daemon: small memtables and
+// caches, and Badger's logging routed to slog. Values over 256 bytes
+// (every record and event) live in the value log, so the LSM tree holds
+// keys and pointers only: compaction then needs little memory (100k calls
+// of 1 KB: about 30 MB of heap instead of 100-340 MB). Badger does not
+// sync its writes: the journal makes each batch durable first, with one
+// fdatasync instead of Badger's two (see journal.go).
+func badgerOptions(dir string, opts Options) badger.Options {
+	b := badger.DefaultOptions(dir)
+	if opts.InMemory {
+		b = badger.DefaultOptions("").WithInMemory(true)
+	}
+	return b.
+		WithSyncWrites(false).
+		WithLogger(slogAdapter{opts.Logger}).
+		WithMemTableSize(4 << 20).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		WithBaseTableSize(2 << 20).
+		WithBaseLevelSize(8 << 20).
+		WithBlockCacheSize(4 << 20).
+		WithIndexCacheSize(2 << 20).
+		WithValueThreshold(256).
+		WithValueLogFileSize(32 << 20).
+		WithNumCompactors(2).
+		WithNumGoroutines(2).
+		WithCompression(options.None).
+		WithDetectConflicts(false) // one committer: there is nothing to conflict with
+}
+
+// Close stops accepting operations, waits for those already submitted, and
+// closes Badger.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.ops)
+	s.mu.Unlock()
+	<-s.done
+	return s.closeDB()
+}
+
+// closeDB closes Badger, which makes everything it holds durable, and
+// then the journal, which is no longer needed unless a batch never
+// reached Badger.
+func (s *Store) closeDB() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close ledger: %w", err)
+	}
+	if s.journal == nil {
+		return nil
+	}
+	defer s.journal.close()
+	if s.broken != nil {
+		return nil // the next Open applies it
+	}
+	// Badger holds it all now: what the journal holds is stale.
+	if err := s.journal.recycle(s.journal.gen + 1); err != nil {
+		return fmt.Errorf("close ledger: %w", err)
+	}
+	return nil
+}
+
+// slogAdapter routes Badger's log lines to slog; INFO and DEBUG lines are
+// dropped, they are Badger's own housekeeping.
+type slogAdapter struct{ log *slog.Logger }
+
+func (a slogAdapter) Errorf(f string, args ...any) { a.emit(slog.LevelError, f, args) }
+
+func (a slogAdapter) Warningf(f string, args ...any) { a.emit(slog.LevelWarn, f, args) }
+
+func (a slogAdapter) Infof(string, ...any) {}
+
+func (a slogAdapter) Debugf(string, ...any) {}
+
+func (a slogAdapter) emit(level slog.Level, f string, args []any) {
+	if a.log == nil {
+		return
+	}
+	a.log.Log(context.Background(), level, strings.TrimSpace(fmt.Sprintf(f, args...)), "component", "badger")
+}

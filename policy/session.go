@@ -1,0 +1,91 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/toolgate/toolgate/api"
+)
+
+// Session is what the gate knows when it decides a call of one session:
+// the session's policy, what its MCP servers published about their tools,
+// and where it runs. It is immutable and safe for concurrent use.
+type Session struct {
+	Policy    *Policy
+	Cwd, Home string
+
+	discovered   *SchemaSet
+	requiresUser map[string]bool
+}
+
+// NewSession readies a session's decisions. A schema an MCP server
+// published that does not compile is left out: the tool's server wrote
+// it, the policy's author cannot fix it.
+func NewSession(p *Policy, tools []api.ToolInfo, cwd, home string) *Session {
+	s := &Session{Policy: p, Cwd: cwd, Home: home, requiresUser: map[string]bool{}}
+	schemas := map[string]json.RawMessage{}
+	for _, t := range tools {
+		if t.RequiresUserInteraction {
+			s.requiresUser[t.Name] = true
+		}
+		if len(t.InputSchema) > 0 {
+			schemas[t.Name] = t.InputSchema
+		}
+	}
+	s.discovered = compileEach(schemas)
+	return s
+}
+
+// compileEach compiles the schemas, keeping every one that compiles.
+func compileEach(schemas map[string]json.RawMessage) *SchemaSet {
+	set, err := CompileSchemas(schemas)
+	if err == nil {
+		return set
+	}
+	good := map[string]json.RawMessage{}
+	for name, raw := range schemas {
+		if _, err := CompileSchemas(map[string]json.RawMessage{name: raw}); err == nil {
+			good[name] = raw
+		}
+	}
+	set, _ = CompileSchemas(good)
+	return set
+}
+
+// Evaluate decides one call on its own merits, as the gate does before it
+// records the call: a tool that needs a person at the interactive UI is
+// denied requires_user_interaction; input that fails the tool's schema
+// (the policy's own, else the one its MCP server published) is denied
+// schema_invalid; then the rules decide. It is pure: the same session and
+// call always get the same verdict.
+func (s *Session) Evaluate(tool string, input []byte) api.Verdict {
+	if s.requiresUser[tool] {
+		return api.Deny(api.ReasonRequiresUser, api.SourceDowngrade)
+	}
+	if se := s.SchemaError(tool, input); se != nil {
+		v := api.Deny(api.ReasonSchemaInvalid, api.SourceSchema)
+		v.Message = api.DenyMessage(v, se.Detail())
+		return v
+	}
+	return s.Policy.Decide(Call{Tool: tool, Input: input, Cwd: s.Cwd, Home: s.Home})
+}
+
+// SchemaError is the first failure of the input against the tool's
+// schema, or nil when it is valid or there is no schema.
+func (s *Session) SchemaError(tool string, input []byte) *SchemaError {
+	var se *SchemaError
+	if err := s.Policy.Validate(tool, input, s.discovered); errors.As(err, &se) {
+		return se
+	}
+	return nil
+}
+
+// Detail names the failing field for the model: "/base: want string."
+func (e *SchemaError) Detail() string {
+	where := e.Pointer
+	if where == "" {
+		where = "the input"
+	}
+	return fmt.Sprintf("%s: %s.", where, e.Msg)
+}
