@@ -3,28 +3,14 @@ package ledger
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"time"
 
 	"github.com/toolgate/toolgate/ledger/internal/store"
 )
 
-// Options configure a ledger. The zero value is valid: a durable ledger
-// that logs nowhere.
-type Options struct {
-	// InMemory keeps everything in memory (tests); dir is ignored.
-	InMemory bool
-	// Logger receives the store's warnings and errors.
-	Logger *slog.Logger
-	// Now is the clock (tests); time.Now when nil.
-	Now func() time.Time
-	// MaxBatch bounds how many operations share one transaction; 256 when 0.
-	MaxBatch int
-	// MinFree is the free space the ledger's filesystem must keep; below it
-	// writes fail with ErrDiskFull instead of being tried. 32 MB when 0;
-	// -1 never checks.
-	MinFree int64
-}
+// Options configure a ledger (its store). The zero value is valid: a
+// durable ledger that logs nowhere and refuses to write when its
+// filesystem has less than 32 MB free.
+type Options = store.Options
 
 // Errors of the ledger's store, for callers that branch on them.
 var (
@@ -45,8 +31,7 @@ type Ledger struct {
 // Open opens (or creates) the ledger in dir. Only one process may hold a
 // ledger: a second Open fails at once (IsLocked).
 func Open(dir string, opts Options) (*Ledger, error) {
-	s, err := store.Open(dir, store.Options{InMemory: opts.InMemory, Logger: opts.Logger, Now: opts.Now,
-		MaxBatch: opts.MaxBatch, MinFree: opts.MinFree})
+	s, err := store.Open(dir, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,24 +1,9 @@
 package ledger
 
-import (
-	"encoding/json"
-	"time"
-)
-
 // The ledger stores the documents of package api as they are: api.Session,
 // api.Call (with its Verdict), api.Approval, api.Decision and
-// api.WriteBack. Its own record is the audit event.
-
-// Event is one entry of the audit chain: every state change, in order.
-type Event struct {
-	Seq      uint64          `json:"seq"`
-	Time     time.Time       `json:"time"`
-	Kind     string          `json:"kind"`
-	Subject  string          `json:"subject"` // the id the event is about
-	Data     json.RawMessage `json:"data"`    // the document as written
-	PrevHash string          `json:"prev_hash"`
-	Hash     string          `json:"hash"`
-}
+// api.WriteBack, and appends an api.Event to the audit chain for every
+// change, of one of these kinds.
 
 // Event kinds.
 const (

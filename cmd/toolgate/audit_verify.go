@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/toolgate/toolgate/api"
-	"github.com/toolgate/toolgate/ledger"
 	"github.com/urfave/cli/v2"
 )
 
@@ -60,7 +59,7 @@ func runAuditVerify(ctx context.Context, w io.Writer, ledgerDir, file string, as
 			return err
 		}
 		defer f.Close()
-		res, err = ledger.VerifyExport(f)
+		res, err = api.VerifyExport(f)
 		if !errors.As(err, &res.Broken) && err != nil {
 			return err
 		}
