@@ -30,3 +30,23 @@ func TestCheckClaudeArgs(t *testing.T) {
 		t.Errorf("mcp configs %q strict=%v", values, strict)
 	}
 }
+
+func TestExpandVars(t *testing.T) {
+	env := []string{"TOKEN=old", "HOME=/home/u", "TOKEN=abc", "EMPTY="}
+	for in, want := range map[string]string{
+		"Bearer ${TOKEN}":         "Bearer abc",
+		"${HOME}/x:${HOME}":       "/home/u/x:/home/u",
+		"${NOPE:-fallback}":       "fallback",
+		"${EMPTY:-fallback}":      "fallback",
+		"${NOPE}":                 "",
+		"$TOKEN stays":            "$TOKEN stays",
+		"${not closed":            "${not closed",
+		"${1BAD}":                 "${1BAD}",
+		"${A-B}":                  "${A-B}",
+		"a ${TOKEN:-x} b ${NOPE}": "a abc b ",
+	} {
+		if got := ExpandVars(in, env); got != want {
+			t.Errorf("ExpandVars(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 )
 
 // MCPServer is one entry of an MCP configuration.
@@ -67,25 +65,56 @@ func MCPServers(args []string, cwd string) (map[string]MCPServer, []error) {
 	return servers, errs
 }
 
-// varRef is compiled on first use: the hook binary links this package and
-// must not pay for a regular expression at start-up.
-var varRef = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
-})
-
 // ExpandVars expands ${VAR} and ${VAR:-default} the way Claude Code does
 // in an MCP server's env and headers; env is KEY=VALUE, the last one wins.
+// A bare $VAR, or a reference that is not closed, stays as it is. (No
+// regexp: the hook binary links this package, and regexp's package
+// initialisation would cost every tool call.)
 func ExpandVars(s string, env []string) string {
-	re := varRef()
-	return re.ReplaceAllStringFunc(s, func(ref string) string {
-		m := re.FindStringSubmatch(ref)
-		for i := len(env) - 1; i >= 0; i-- {
-			if k, v, ok := strings.Cut(env[i], "="); ok && k == m[1] && v != "" {
-				return v
-			}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			break
 		}
-		return m[3]
-	})
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			break
+		}
+		name, def, hasDef := strings.Cut(s[i+2:i+end], ":-")
+		b.WriteString(s[:i])
+		if !validName(name) {
+			b.WriteString(s[i : i+end+1])
+		} else if v := lookup(env, name); v != "" {
+			b.WriteString(v)
+		} else if hasDef {
+			b.WriteString(def)
+		}
+		s = s[i+end+1:]
+	}
+	b.WriteString(s)
+	return b.String()
+}
+
+// validName is an environment variable's name: a letter or underscore,
+// then letters, digits or underscores.
+func validName(name string) bool {
+	for i, r := range name {
+		if r != '_' && (r < 'A' || r > 'Z') && (r < 'a' || r > 'z') && (i == 0 || r < '0' || r > '9') {
+			return false
+		}
+	}
+	return name != ""
+}
+
+// lookup is the last value of name in env.
+func lookup(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
 }
 
 func clip(s string, n int) string {

@@ -30,24 +30,38 @@ func eventKey(seq uint64) string {
 	return eventPrefix + string(b[:])
 }
 
+// head is the audit chain's head as the batch has it: the committed head
+// at the batch's first event, advanced by each event, written once before
+// the batch commits and remembered once it has.
+func (t *tx) head() (*chainHead, error) {
+	v, err := t.Memo(keyHead, func() (any, error) {
+		h := t.l.head
+		t.BeforeCommit(func(st *store.Tx) error { return st.Put(keyHead, &h) })
+		t.AfterCommit(func() { t.l.head = h })
+		return &h, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*chainHead), nil
+}
+
 // event appends an audit event about subject with the document data.
 func (t *tx) event(kind, subject string, data any) error {
-	if t.head == nil {
-		t.head = &chainHead{}
-		if _, err := t.Get(keyHead, t.head); err != nil {
-			return err
-		}
+	head, err := t.head()
+	if err != nil {
+		return err
 	}
 	raw, err := json.Marshal(data)
 	if err != nil {
 		return &store.Error{Err: fmt.Errorf("encode event: %w", err)}
 	}
-	e := api.Event{Seq: t.head.Seq + 1, Time: t.Now(), Kind: kind, Subject: subject, Data: raw, PrevHash: t.head.Hash}
+	e := Event{Seq: head.Seq + 1, Time: t.Now(), Kind: kind, Subject: subject, Data: raw, PrevHash: head.Hash}
 	e.Hash = e.Sum()
 	if err := t.Put(eventKey(e.Seq), e); err != nil {
 		return err
 	}
-	*t.head = chainHead{Seq: e.Seq, Hash: e.Hash}
+	*head = chainHead{Seq: e.Seq, Hash: e.Hash}
 	return nil
 }
 
@@ -64,14 +78,14 @@ func (l *Ledger) readHead() (chainHead, error) {
 // (a modified, deleted or reordered event, or a cut-off tail) as an
 // *api.ChainError.
 func (l *Ledger) Verify(ctx context.Context) (api.VerifyResult, error) {
-	var c api.ChainCheck
+	var c ChainCheck
 	head, err := l.readHead()
 	if err != nil {
 		return api.VerifyResult{}, err
 	}
 	err = l.store.Scan(ctx, eventPrefix, eventPrefix, func(key, val []byte) error {
 		seq := binary.BigEndian.Uint64(key[len(eventPrefix):])
-		var e api.Event
+		var e Event
 		if err := json.Unmarshal(val, &e); err != nil {
 			return &api.ChainError{Seq: seq, Problem: "modified", Detail: "the event is not valid JSON"}
 		}
@@ -88,7 +102,7 @@ func (l *Ledger) Verify(ctx context.Context) (api.VerifyResult, error) {
 }
 
 // Export writes the audit chain as JSON lines, one event a line, exactly as
-// stored; api.VerifyExport checks such a file.
+// stored; VerifyExport checks such a file.
 func (l *Ledger) Export(ctx context.Context, w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	err := l.store.Scan(ctx, eventPrefix, eventPrefix, func(_, val []byte) error {

@@ -77,7 +77,7 @@ func TestVerifyFindsTheFirstBrokenLink(t *testing.T) {
 			rawSet(t, l, eventKey(6), bytes.Replace(raw, []byte(`call_proposed`), []byte(`call_executed`), 1))
 		}, 6, "modified"},
 		{"rehashed but unlinked", func(t *testing.T, l *Ledger) {
-			var e api.Event
+			var e Event
 			json.Unmarshal(rawGet(t, l, eventKey(5)), &e)
 			e.Subject = "forged"
 			e.Hash = e.Sum()
@@ -116,17 +116,17 @@ func TestExportAndVerifyExport(t *testing.T) {
 	if len(lines) != 5 {
 		t.Fatalf("%d lines", len(lines))
 	}
-	res, err := api.VerifyExport(strings.NewReader(buf.String()))
+	res, err := VerifyExport(strings.NewReader(buf.String()))
 	if err != nil || res.Events != 5 {
 		t.Fatalf("%+v %v", res, err)
 	}
 	lines[1], lines[2] = lines[2], lines[1]
-	_, err = api.VerifyExport(strings.NewReader(strings.Join(lines, "\n")))
+	_, err = VerifyExport(strings.NewReader(strings.Join(lines, "\n")))
 	if ce := chainError(t, err); ce.Seq != 2 {
 		t.Errorf("reordered export: %v", ce)
 	}
 	edited := strings.Replace(buf.String(), `"n":4`, `"n":5`, 1)
-	_, err = api.VerifyExport(strings.NewReader(edited))
+	_, err = VerifyExport(strings.NewReader(edited))
 	if ce := chainError(t, err); ce.Seq != 5 || ce.Problem != "modified" {
 		t.Errorf("edited export: %v", ce)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/ledger/internal/store"
 )
 
 func callKey(toolUseID string) string { return "c/" + toolUseID }
@@ -68,7 +69,7 @@ func (l *Ledger) Record(ctx context.Context, c api.Call, v api.Verdict, writeBac
 		if v.Effect == "" {
 			return out{stored, !existed}, nil
 		}
-		if stored, err = decideCall(t, c.ToolUseID, v); err != nil {
+		if stored, err = setVerdict(t, stored, v); err != nil {
 			return out{}, err
 		}
 		if writeBack && v.Effect.Terminal() {
@@ -121,13 +122,15 @@ func proposal(p api.Call) api.Call {
 
 // getCall reads a call inside a transaction.
 func getCall(t *tx, toolUseID string) (api.Call, bool, error) {
-	var raw json.RawMessage
-	found, err := t.Get(callKey(toolUseID), &raw)
+	raw, found, err := t.GetRaw(callKey(toolUseID))
 	if err != nil || !found {
 		return api.Call{}, found, err
 	}
 	c, err := decodeCall(raw)
-	return c, true, err
+	if err != nil {
+		return api.Call{}, false, &store.Error{Err: fmt.Errorf("decode call %s: %w", toolUseID, err)}
+	}
+	return c, true, nil
 }
 
 // decodeCall reads a stored call. Calls recorded before 2026-12-02 kept
@@ -142,7 +145,7 @@ func decodeCall(raw []byte) (api.Call, error) {
 		Decision *api.Verdict `json:"decision"`
 		FailedAt *time.Time   `json:"failed_at"`
 	}
-	if c.Effect == "" || (c.Executions > 0 && !c.Executed) {
+	if (c.Effect == "" && bytes.Contains(raw, []byte(`"decision":`))) || (c.Executions > 0 && !c.Executed) {
 		json.Unmarshal(raw, &old)
 	}
 	if c.Effect == "" && old.Decision != nil {
@@ -173,6 +176,11 @@ func decideCall(t *tx, toolUseID string, v api.Verdict) (api.Call, error) {
 	if !found {
 		return api.Call{}, fmt.Errorf("decide %s: %w", toolUseID, ErrNotFound)
 	}
+	return setVerdict(t, c, v)
+}
+
+// setVerdict records v as the verdict of the call c, as stored.
+func setVerdict(t *tx, c api.Call, v api.Verdict) (api.Call, error) {
 	if c.Effect.Terminal() {
 		return c, &AlreadyDecidedError{Call: c}
 	}
@@ -181,10 +189,10 @@ func decideCall(t *tx, toolUseID string, v api.Verdict) (api.Call, error) {
 		v.DecidedAt = &now
 	}
 	c.Verdict = v
-	if err := t.Put(callKey(toolUseID), c); err != nil {
+	if err := t.Put(callKey(c.ToolUseID), c); err != nil {
 		return api.Call{}, err
 	}
-	return c, t.event(KindCallDecided, toolUseID, v)
+	return c, t.event(KindCallDecided, c.ToolUseID, v)
 }
 
 // Execution is what PostToolUse (or its failure twin) reported.
@@ -262,8 +270,8 @@ func putWriteBack(t *tx, w api.WriteBack) (api.WriteBack, error) {
 
 // Call returns the call with the tool_use_id, or ErrNotFound.
 func (l *Ledger) Call(ctx context.Context, toolUseID string) (api.Call, error) {
-	var raw json.RawMessage
-	if err := l.read(callKey(toolUseID), &raw); err != nil {
+	raw, err := l.store.ReadRaw(callKey(toolUseID))
+	if err != nil {
 		return api.Call{}, err
 	}
 	return decodeCall(raw)

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/toolgate/toolgate/ledger/internal/store"
 )
@@ -26,6 +27,7 @@ func IsLocked(err error) bool { var e *store.LockedError; return errors.As(err, 
 // Ledger is an open ledger. Its methods are safe for concurrent use.
 type Ledger struct {
 	store *store.Store
+	head  chainHead // the audit chain's head as last committed; the committer's
 }
 
 // Open opens (or creates) the ledger in dir. Only one process may hold a
@@ -35,34 +37,29 @@ func Open(dir string, opts Options) (*Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Ledger{store: s}, nil
+	l := &Ledger{store: s}
+	if l.head, err = l.readHead(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	return l, nil
 }
 
 // Close waits for the writes already submitted and closes the ledger.
 func (l *Ledger) Close() error { return l.store.Close() }
 
-// tx is one operation's view of its batch: the store's transaction, and
-// the head of the audit chain once the operation appends to it.
+// tx is one operation's view of its batch: the store's transaction, with
+// the audit chain (audit.go).
 type tx struct {
 	*store.Tx
-	head *chainHead // nil until the operation's first event
+	l *Ledger
 }
 
 // write runs fn as one operation of the store's next batch and returns
 // once the batch is durable. fn's events extend the audit chain; its
 // refusals come back with its result, their events committed all the same.
 func write[T any](ctx context.Context, l *Ledger, fn func(*tx) (T, error)) (T, error) {
-	return store.Write(ctx, l.store, func(st *store.Tx) (T, error) {
-		t := &tx{Tx: st}
-		v, err := fn(t)
-		if t.head != nil {
-			if perr := t.Put(keyHead, t.head); perr != nil {
-				var zero T
-				return zero, perr
-			}
-		}
-		return v, err
-	})
+	return store.Write(ctx, l.store, func(st *store.Tx) (T, error) { return fn(&tx{st, l}) })
 }
 
 // read decodes the value at key into v, or returns ErrNotFound.

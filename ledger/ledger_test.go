@@ -280,16 +280,16 @@ func TestRecordSeen(t *testing.T) {
 }
 
 // exported is the audit chain as Export writes it.
-func exported(t testing.TB, l *Ledger) []api.Event {
+func exported(t testing.TB, l *Ledger) []Event {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := l.Export(ctx, &buf); err != nil {
 		t.Fatal(err)
 	}
-	var events []api.Event
+	var events []Event
 	dec := json.NewDecoder(&buf)
 	for dec.More() {
-		var e api.Event
+		var e Event
 		if err := dec.Decode(&e); err != nil {
 			t.Fatal(err)
 		}

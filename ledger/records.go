@@ -2,7 +2,7 @@ package ledger
 
 // The ledger stores the documents of package api as they are: api.Session,
 // api.Call (with its Verdict), api.Approval, api.Decision and
-// api.WriteBack, and appends an api.Event to the audit chain for every
+// api.WriteBack, and appends an Event to the audit chain for every
 // change, of one of these kinds.
 
 // Event kinds.

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/ledger"
 	"github.com/urfave/cli/v2"
 )
 
@@ -59,7 +60,7 @@ func runAuditVerify(ctx context.Context, w io.Writer, ledgerDir, file string, as
 			return err
 		}
 		defer f.Close()
-		res, err = api.VerifyExport(f)
+		res, err = ledger.VerifyExport(f)
 		if !errors.As(err, &res.Broken) && err != nil {
 			return err
 		}

@@ -132,6 +132,9 @@ func (s *Store) commitBatch(batch []*op) {
 			}
 			return
 		}
+		for _, fn := range t.after {
+			fn()
+		}
 		for _, o := range batch {
 			o.deliver(nil)
 		}
@@ -155,6 +158,12 @@ func (s *Store) run(batch []*op) (t *Tx, failed int, err error) {
 // A batch the journal holds but Badger refused stops the store: applying
 // it at the next Open is the only way to keep later batches consistent.
 func (s *Store) commit(t *Tx) error {
+	for _, fn := range t.before {
+		if err := fn(t); err != nil {
+			t.txn.Discard()
+			return err
+		}
+	}
 	if s.journal != nil && len(t.changes) > 0 {
 		if err := s.journalBatch(t.changes); err != nil {
 			t.txn.Discard()
@@ -225,13 +234,45 @@ func (s *Store) checkSpace() error {
 }
 
 // Tx is the view an operation has of its batch's transaction: it reads
-// what earlier operations of the batch wrote.
+// what earlier operations of the batch wrote. One Tx serves every
+// operation of one attempt at a batch; a batch run again gets a new one.
 type Tx struct {
 	txn     *badger.Txn
 	now     time.Time
 	changes []change       // the final value of every key set or deleted, for the journal
 	index   map[string]int // key -> its place in changes
+	memo    map[string]any
+	before  []func(*Tx) error
+	after   []func()
 }
+
+// Memo returns the value remembered under name for this attempt at the
+// batch, making it with load the first time: a decoded value that many
+// operations of a batch share (the audit chain's head).
+func (t *Tx) Memo(name string, load func() (any, error)) (any, error) {
+	if v, ok := t.memo[name]; ok {
+		return v, nil
+	}
+	v, err := load()
+	if err != nil {
+		return nil, err
+	}
+	if t.memo == nil {
+		t.memo = map[string]any{}
+	}
+	t.memo[name] = v
+	return v, nil
+}
+
+// BeforeCommit runs fn once, after the batch's last operation and before
+// the batch is journaled and committed: it writes what operations kept in
+// a Memo. An error fails the whole batch.
+func (t *Tx) BeforeCommit(fn func(*Tx) error) { t.before = append(t.before, fn) }
+
+// AfterCommit runs fn once the batch is durable, on the committer's
+// goroutine, before any later batch runs: what the batch made true may be
+// remembered then (never before: a batch that fails is run again).
+func (t *Tx) AfterCommit(fn func()) { t.after = append(t.after, fn) }
 
 // Now is the batch's time: every operation of a batch sees the same.
 func (t *Tx) Now() time.Time { return t.now }
@@ -239,6 +280,23 @@ func (t *Tx) Now() time.Time { return t.now }
 // Get decodes the JSON value at key into v; it reports false when there is
 // none.
 func (t *Tx) Get(key string, v any) (bool, error) { return getValue(t.txn, key, v) }
+
+// GetRaw returns the bytes at key; it reports false when there is none.
+// They are valid until the transaction ends.
+func (t *Tx) GetRaw(key string) ([]byte, bool, error) {
+	item, err := t.txn.Get([]byte(key))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, &Error{err}
+	}
+	b, err := item.ValueCopy(nil)
+	if err != nil {
+		return nil, false, &Error{err}
+	}
+	return b, true, nil
+}
 
 // Has reports whether key exists.
 func (t *Tx) Has(key string) (bool, error) {

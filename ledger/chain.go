@@ -1,4 +1,4 @@
-package api
+package ledger
 
 import (
 	"bufio"
@@ -9,11 +9,15 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/toolgate/toolgate/api"
 )
 
 // Event is one entry of the audit chain: every state change of the
 // ledger, in order, each carrying the hash of the one before it. An export
-// of the chain is one Event a JSON line.
+// of the chain is one Event a JSON line; it is the audit's document, and
+// this file its whole format: how an event is hashed, and how a chain is
+// checked (by Verify here, and by VerifyExport, which needs no ledger).
 type Event struct {
 	Seq      uint64          `json:"seq"`
 	Time     time.Time       `json:"time"`
@@ -60,15 +64,15 @@ func (c *ChainCheck) Next(storedAs uint64, e *Event) error {
 	want := c.seq + 1
 	switch {
 	case storedAs != 0 && storedAs != e.Seq:
-		return &ChainError{Seq: storedAs, Problem: "out_of_order", Detail: fmt.Sprintf("the event stored as %d says it is %d", storedAs, e.Seq)}
+		return &api.ChainError{Seq: storedAs, Problem: "out_of_order", Detail: fmt.Sprintf("the event stored as %d says it is %d", storedAs, e.Seq)}
 	case e.Seq > want:
-		return &ChainError{Seq: want, Problem: "missing", Detail: fmt.Sprintf("events %d to %d are missing", want, e.Seq-1)}
+		return &api.ChainError{Seq: want, Problem: "missing", Detail: fmt.Sprintf("events %d to %d are missing", want, e.Seq-1)}
 	case e.Seq < want:
-		return &ChainError{Seq: e.Seq, Problem: "out_of_order", Detail: fmt.Sprintf("event %d comes after %d", e.Seq, c.seq)}
+		return &api.ChainError{Seq: e.Seq, Problem: "out_of_order", Detail: fmt.Sprintf("event %d comes after %d", e.Seq, c.seq)}
 	case e.PrevHash != c.hash:
-		return &ChainError{Seq: e.Seq, Problem: "broken_link", Detail: "its prev_hash is not the hash of the event before it"}
+		return &api.ChainError{Seq: e.Seq, Problem: "broken_link", Detail: "its prev_hash is not the hash of the event before it"}
 	case e.Sum() != e.Hash:
-		return &ChainError{Seq: e.Seq, Problem: "modified", Detail: "its content does not match its hash"}
+		return &api.ChainError{Seq: e.Seq, Problem: "modified", Detail: "its content does not match its hash"}
 	}
 	c.seq, c.hash = e.Seq, e.Hash
 	return nil
@@ -78,27 +82,27 @@ func (c *ChainCheck) Next(storedAs uint64, e *Event) error {
 func (c *ChainCheck) Last() (seq uint64, hash string) { return c.seq, c.hash }
 
 // Result is the result of a chain that checked out.
-func (c *ChainCheck) Result() VerifyResult {
-	return VerifyResult{Valid: true, Events: c.seq, Head: c.hash}
+func (c *ChainCheck) Result() api.VerifyResult {
+	return api.VerifyResult{Valid: true, Events: c.seq, Head: c.hash}
 }
 
 // VerifyExport checks an exported chain read from r: the first broken
 // link comes back as a *ChainError.
-func VerifyExport(r io.Reader) (VerifyResult, error) {
+func VerifyExport(r io.Reader) (api.VerifyResult, error) {
 	var c ChainCheck
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	for sc.Scan() {
 		var e Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return VerifyResult{}, &ChainError{Seq: c.seq + 1, Problem: "modified", Detail: "a line is not valid JSON"}
+			return api.VerifyResult{}, &api.ChainError{Seq: c.seq + 1, Problem: "modified", Detail: "a line is not valid JSON"}
 		}
 		if err := c.Next(0, &e); err != nil {
-			return VerifyResult{}, err
+			return api.VerifyResult{}, err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return VerifyResult{}, err
+		return api.VerifyResult{}, err
 	}
 	return c.Result(), nil
 }
