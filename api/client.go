@@ -18,6 +18,17 @@ type Client struct {
 	SocketPath string
 	// Timeout bounds each request; none when 0.
 	Timeout time.Duration
+	// VerifyPeer, when set, is shown the kernel's credentials of the
+	// process listening on the socket before each request is sent; an
+	// error refuses the request (an *UnavailableError): the hook and
+	// toolgate run talk only to the daemon they trust.
+	VerifyPeer func(Peer) error
+}
+
+// Peer is a process at the other end of a Unix socket, from the kernel
+// (SO_PEERCRED).
+type Peer struct {
+	PID, UID int
 }
 
 // NewClient returns a client of the daemon listening on socketPath.

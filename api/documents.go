@@ -127,8 +127,26 @@ type Session struct {
 	Cwd             string     `json:"cwd,omitempty"`
 	StartedAt       time.Time  `json:"started_at"`
 	EndedAt         *time.Time `json:"ended_at,omitempty"`
+	EndReason       string     `json:"end_reason,omitempty"` // EndEnded or EndAbandoned
 	// Settings is the gate's own configuration of the session (timeouts,
 	// discovered tool schemas ...), kept so that a restarted daemon can go
 	// on gating it.
 	Settings json.RawMessage `json:"settings,omitempty"`
+}
+
+// Why a session ended.
+const (
+	EndEnded     = "ended"     // its supervisor (or Claude Code, for an installed hook) ended it
+	EndAbandoned = "abandoned" // its processes were gone: the daemon ended it
+)
+
+// Incident is something the daemon refused because it could only be an
+// attack on the gate or a mistake, kept in the audit: a process ending a
+// session it does not own, deciding an approval from inside a gated
+// session, and the like. Who did it comes from the kernel.
+type Incident struct {
+	What   string `json:"what"` // a reason code: not_owner, self_approval, contained ...
+	PID    int    `json:"pid"`
+	Exe    string `json:"exe,omitempty"`
+	Detail string `json:"detail,omitempty"`
 }

@@ -11,6 +11,7 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // The client speaks HTTP/1.1 over the daemon's Unix socket itself, one
@@ -35,6 +36,16 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 	conn, err := d.DialContext(ctx, "unix", c.SocketPath)
 	if err != nil {
 		return nil, &UnavailableError{SocketPath: c.SocketPath, Err: err}
+	}
+	if c.VerifyPeer != nil {
+		p, err := peerOf(conn)
+		if err == nil {
+			err = c.VerifyPeer(p)
+		}
+		if err != nil {
+			conn.Close()
+			return nil, &UnavailableError{SocketPath: c.SocketPath, Err: err}
+		}
 	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	fail := func(err error) (*response, error) {
@@ -81,6 +92,40 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 		rd = io.LimitReader(r, n)
 	}
 	return &response{status: status, body: &connBody{Reader: rd, conn: conn, stop: stop}}, nil
+}
+
+// peerOf reads the credentials of the process at the other end of conn.
+func peerOf(conn net.Conn) (Peer, error) {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return Peer{}, errors.New("not a Unix socket")
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return Peer{}, err
+	}
+	var cred *syscall.Ucred
+	cerr := raw.Control(func(fd uintptr) {
+		cred, err = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	})
+	if cerr != nil {
+		return Peer{}, cerr
+	}
+	if err != nil {
+		return Peer{}, fmt.Errorf("peer credentials: %w", err)
+	}
+	return Peer{PID: int(cred.Pid), UID: int(cred.Uid)}, nil
+}
+
+// Peer returns the credentials of the process listening on the socket.
+func (c *Client) Peer(ctx context.Context) (Peer, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.SocketPath)
+	if err != nil {
+		return Peer{}, &UnavailableError{SocketPath: c.SocketPath, Err: err}
+	}
+	defer conn.Close()
+	return peerOf(conn)
 }
 
 // parseStatus reads the code of an HTTP/1.x status line.

@@ -161,3 +161,40 @@ func errorCode(err error) string {
 	}
 	return ""
 }
+
+// A client that verifies its peer refuses one that is not the daemon it
+// trusts, before it sends anything.
+func TestVerifyPeer(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"pid":1}`)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	self, _ := os.Executable() // this test binary is the server here
+	c := NewClient(sock)
+	c.VerifyPeer = Trust{Exe: self}.Verify
+	if _, err := c.Status(context.Background()); err != nil {
+		t.Fatalf("the trusted peer was refused: %v", err)
+	}
+	c.VerifyPeer = Trust{Exe: "/bin/sh"}.Verify
+	_, err = c.Status(context.Background())
+	if !IsUnavailable(err) || !strings.Contains(err.Error(), "not the toolgate daemon") {
+		t.Errorf("another executable on the socket: %v", err)
+	}
+	// Outside any Landlock domain, a process of the same user is reached
+	// by signal 0: it counts as inside.
+	c.VerifyPeer = Trust{Exe: self, Contained: true}.Verify
+	if _, err := c.Status(context.Background()); err == nil || !strings.Contains(err.Error(), "inside this session's containment") {
+		t.Errorf("a peer in the client's own domain: %v", err)
+	}
+	if p, err := NewClient(sock).Peer(context.Background()); err != nil || p.PID != os.Getpid() || p.UID != os.Getuid() {
+		t.Errorf("peer %+v %v", p, err)
+	}
+}

@@ -36,8 +36,11 @@ type RegisterRequest struct {
 	OnAsk           string          `json:"on_ask"` // "wait" or "deny"
 	Cwd             string          `json:"cwd"`
 	Home            string          `json:"home"`
-	SupervisorPID   int             `json:"supervisor_pid"`
+	SupervisorPID   int             `json:"supervisor_pid"` // the caller when 0
 	Tools           []ToolInfo      `json:"tools,omitempty"`
+	// Contained says that the session's claude runs in a Landlock domain
+	// (every process it starts carries no_new_privs).
+	Contained bool `json:"contained,omitempty"`
 }
 
 // HookRequest forwards one Claude Code hook event, raw, with the session

@@ -207,6 +207,21 @@ func (g *gate) expireLoop(ctx context.Context) {
 	}
 }
 
+// endSession ends a session and tells everyone about the approvals of it
+// that the end settled.
+func (g *gate) endSession(ctx context.Context, id, reason string) (api.Session, error) {
+	rec, expired, err := g.sessions.end(ctx, id, reason)
+	for _, e := range expired {
+		g.log.Info("approval settled: its session ended", "approval", e.Approval.ID, "session", id, "reason", reason)
+		g.publish(ctx, api.EventExpired, e.Approval)
+		g.broker.changed(e.Approval.ID)
+	}
+	if len(expired) > 0 {
+		g.rearm()
+	}
+	return rec, err
+}
+
 // rearm tells the expiry loop that the soonest expiry may have changed.
 func (g *gate) rearm() {
 	select {

@@ -60,12 +60,13 @@ func (d *Daemon) handleDecide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, _ := peerFrom(r.Context())
-	if refusal := selfApproval(p.PID, d.sessions.gatedPIDs()); refusal != "" {
-		d.log.Warn("refused a decision from inside a gated session", "pid", p.PID, "approval", r.PathValue("id"), "why", refusal)
+	who := actorOf(p)
+	if what, refusal := d.selfApproval(p.PID); refusal != "" {
+		d.log.Warn("refused a decision from inside a gated session", "pid", p.PID, "exe", who.Exe, "approval", r.PathValue("id"), "why", refusal)
+		d.incident(r.Context(), r.PathValue("id"), api.Incident{What: what, PID: p.PID, Exe: who.Exe, Detail: req.Decision})
 		writeError(w, http.StatusForbidden, "self_approval", refusal)
 		return
 	}
-	who := actorOf(p)
 	a, err := d.gate.resolve(r.Context(), r.PathValue("id"), req.Decision == "approve", who, req.Reason)
 	var te *ledger.TerminalError
 	switch {
@@ -84,16 +85,20 @@ func (d *Daemon) handleDecide(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, d.gate.detail(r.Context(), a))
 }
 
-// selfApproval says why a decision from pid must be refused, or "".
-func selfApproval(pid int, gated map[int]bool) string {
+// selfApproval says why a decision from pid must be refused, with an
+// incident code, or "".
+func (d *Daemon) selfApproval(pid int) (what, why string) {
 	switch {
-	case descendsFrom(pid, gated):
-		return "a gated session cannot decide its own approvals; a person must, from outside the session"
+	case descendsFrom(pid, d.sessions.gatedPIDs()):
+		return "self_approval", "a gated session cannot decide its own approvals; a person must, from outside the session"
 	case startedByClaude(pid):
-		return "a gated session cannot decide its own approvals: this process was started by Claude Code " +
+		return "self_approval", "a gated session cannot decide its own approvals: this process was started by Claude Code " +
 			"(CLAUDECODE=1 is in its environment); a person must decide, from a terminal outside any Claude Code session"
+	case noNewPrivs(pid) && d.sessions.contained():
+		return "contained", "a contained session cannot decide approvals: this process runs with no_new_privs, as everything " +
+			"toolgate run contains does; a person must decide, from a terminal outside any contained session"
 	}
-	return ""
+	return "", ""
 }
 
 // handleWatch streams JSON lines: a snapshot of what is pending, then an
@@ -151,6 +156,9 @@ func (d *Daemon) handleWait(w http.ResponseWriter, r *http.Request) {
 func (d *Daemon) handleClaudePID(w http.ResponseWriter, r *http.Request) {
 	var req api.ClaudePIDRequest
 	if !decodeRequest(w, r, &req) {
+		return
+	}
+	if _, ok := d.ownedSession(w, r, "name its claude"); !ok {
 		return
 	}
 	if err := d.sessions.setClaudePID(r.Context(), r.PathValue("id"), req.PID); err != nil {

@@ -39,7 +39,7 @@ func BenchmarkHookSpawn(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	env := append(os.Environ(), "TOOLGATE_SESSION="+s.ID, "TOOLGATE_SOCKET="+p.Socket(), "GOMAXPROCS=1")
+	env := append(hookEnv(), "TOOLGATE_SESSION="+s.ID, "TOOLGATE_SOCKET="+p.Socket(), "GOMAXPROCS=1")
 	var hook, floor []time.Duration
 	i := 0
 	for b.Loop() {

@@ -109,9 +109,17 @@ func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener) erro
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); d.gate.expireLoop(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); d.endAbandoned(ctx) }()
 	errc := make(chan error, 2)
 	go func() { errc <- gateSrv.Serve(gateLn) }()
 	go func() { errc <- approveSrv.Serve(approveLn) }()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.keepSockets(ctx, map[string]*http.Server{d.cfg.Paths.Socket(): gateSrv, d.cfg.Paths.ApproveSocket(): approveSrv},
+			map[string]net.Listener{d.cfg.Paths.Socket(): gateLn, d.cfg.Paths.ApproveSocket(): approveLn})
+	}()
 	if d.cfg.Ready != nil {
 		fmt.Fprintln(d.cfg.Ready, "ready")
 	}
@@ -154,6 +162,33 @@ func (d *Daemon) exitWhenIdle(ctx context.Context, exit context.CancelFunc) {
 			d.log.Info("idle: exiting", "idle", idle.Round(time.Second))
 			exit()
 			return
+		}
+	}
+}
+
+// abandonedCheck is how often the daemon looks for sessions whose
+// processes are all gone.
+const abandonedCheck = time.Second
+
+// endAbandoned ends, as abandoned, every session whose processes are all
+// gone without ending it (a toolgate run killed with SIGKILL, claude with
+// it): its approvals are settled, and the daemon can idle out.
+func (d *Daemon) endAbandoned(ctx context.Context) {
+	tick := time.NewTicker(abandonedCheck)
+	defer tick.Stop()
+	for {
+		for _, id := range d.sessions.abandoned() {
+			if _, err := d.gate.endSession(ctx, id, api.EndAbandoned); err != nil {
+				d.log.Error("end an abandoned session", "session", id, "err", err)
+				continue
+			}
+			d.log.Info("session abandoned: its processes are gone", "session", id)
+			d.ingestSpool(ctx, id, true)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
 		}
 	}
 }
@@ -265,7 +300,8 @@ func (d *Daemon) handleRegister(w http.ResponseWriter, r *http.Request) {
 	if !decodeRequest(w, r, &req) {
 		return
 	}
-	s, err := d.sessions.register(r.Context(), "ses_"+ulid.Make().String(), req)
+	p, _ := peerFrom(r.Context())
+	s, err := d.sessions.register(r.Context(), "ses_"+ulid.Make().String(), req, p.PID)
 	if err != nil {
 		d.fail(w, r, err)
 		return
@@ -282,14 +318,47 @@ func (d *Daemon) handleSession(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, public(rec))
 }
 
+// handleEndSession ends a session: only its owner may (the toolgate run
+// that registered it). A process that could end another's session could
+// take it off the list of gated sessions, and approve its calls.
 func (d *Daemon) handleEndSession(w http.ResponseWriter, r *http.Request) {
-	rec, err := d.sessions.end(r.Context(), r.PathValue("id"))
+	s, ok := d.ownedSession(w, r, "end the session")
+	if !ok {
+		return
+	}
+	rec, err := d.gate.endSession(r.Context(), s.rec.ID, api.EndEnded)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
 	d.ingestSpool(r.Context(), rec.ID, true)
 	writeJSON(w, public(rec))
+}
+
+// ownedSession is the session a request names, when its caller owns it;
+// otherwise it answers 403 not_owner, and keeps the attempt in the audit.
+func (d *Daemon) ownedSession(w http.ResponseWriter, r *http.Request, what string) (*gateSession, bool) {
+	s, err := d.sessions.get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		d.fail(w, r, err)
+		return nil, false
+	}
+	p, _ := peerFrom(r.Context())
+	if s.owns(p.PID) {
+		return s, true
+	}
+	who := actorOf(p)
+	d.log.Warn("refused a request from a process that does not own the session", "session", s.rec.ID, "pid", p.PID, "exe", who.Exe, "what", what)
+	d.incident(r.Context(), s.rec.ID, api.Incident{What: "not_owner", PID: p.PID, Exe: who.Exe, Detail: what})
+	writeError(w, http.StatusForbidden, "not_owner", "only the toolgate run that started session "+s.rec.ID+" may "+what)
+	return nil, false
+}
+
+// incident keeps an incident in the audit; failing to is logged.
+func (d *Daemon) incident(ctx context.Context, subject string, inc api.Incident) {
+	if err := d.ledger.RecordIncident(context.WithoutCancel(ctx), subject, inc); err != nil {
+		d.log.Error("record an incident", "subject", subject, "err", err)
+	}
 }
 
 func (d *Daemon) handleSessionCalls(w http.ResponseWriter, r *http.Request) {

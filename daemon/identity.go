@@ -64,3 +64,11 @@ func startedByClaude(pid int) bool {
 	}
 	return false
 }
+
+// noNewPrivs reports whether a process runs with no_new_privs, which every
+// process of a contained session carries; one whose status cannot be read
+// counts as having it: the check fails closed.
+func noNewPrivs(pid int) bool {
+	nnp, err := proc.NoNewPrivs(pid)
+	return nnp || err != nil
+}

@@ -185,6 +185,6 @@ func (g *gate) sessionEnd(ctx context.Context, s *gateSession) error {
 	if !s.settings.Installed {
 		return nil // toolgate run ends its own
 	}
-	_, err := g.sessions.end(ctx, s.rec.ID)
+	_, err := g.endSession(ctx, s.rec.ID, api.EndEnded)
 	return err
 }

@@ -94,7 +94,7 @@ func TestInstalledPermissionRequest(t *testing.T) {
 	run := func(event []byte) *exec.Cmd {
 		cmd := exec.Command("sh", "-c", `CLAUDE_PID=$$ "$0" --policy "$1" --approval-timeout 1m`, hook, policy)
 		cmd.Stdin = bytes.NewReader(event)
-		cmd.Env = append(os.Environ(), "TOOLGATE_RUNTIME_DIR="+p.RuntimeDir)
+		cmd.Env = append(hookEnv(), "TOOLGATE_RUNTIME_DIR="+p.RuntimeDir)
 		cmd.Env = append(cmd.Env[:len(cmd.Env):len(cmd.Env)], "TOOLGATE_SESSION=")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // so that the hook and its shell die together
 		return cmd

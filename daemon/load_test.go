@@ -29,6 +29,13 @@ func buildHook(t testing.TB) string {
 	return bin
 }
 
+// hookEnv is the environment of a real hook talking to a daemon run in
+// this test's process: the daemon's executable is the test binary.
+func hookEnv() []string {
+	self, _ := os.Executable()
+	return append(os.Environ(), "TOOLGATE_DAEMON_EXE="+self)
+}
+
 // TestLoad: 16 concurrent sessions of 200 calls each, every call a real
 // hook process against one real daemon. Zero errors, every call in the
 // audit exactly once; the hook's latency is printed, never asserted.
@@ -46,7 +53,7 @@ func TestLoad(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			env := append(os.Environ(), "TOOLGATE_SESSION="+ids[s], "TOOLGATE_SOCKET="+p.Socket())
+			env := append(hookEnv(), "TOOLGATE_SESSION="+ids[s], "TOOLGATE_SOCKET="+p.Socket())
 			for i := range calls {
 				event := fmt.Sprintf(`{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls %d"},"tool_use_id":"toolu_%d_%d"}`, i, s, i)
 				cmd := exec.Command(hook)
@@ -138,7 +145,7 @@ func TestBadEventsLeaveTheLedgerConsistent(t *testing.T) {
 	})
 	c := startDaemonInProcess(t, p)
 	sid := register(t, c)
-	env := append(os.Environ(), "TOOLGATE_SESSION="+sid, "TOOLGATE_SOCKET="+p.Socket())
+	env := append(hookEnv(), "TOOLGATE_SESSION="+sid, "TOOLGATE_SOCKET="+p.Socket())
 	events := map[string]string{
 		"10 MB":            `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"big","tool_input":{"command":"ls ` + strings.Repeat("x", 10<<20) + `"}}`,
 		"invalid UTF-8":    "{\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\",\"tool_use_id\":\"utf\",\"tool_input\":{\"command\":\"ls \xff\xfe\"}}",

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/internal/proc"
@@ -17,12 +16,19 @@ import (
 // sessionSettings is the gate's configuration of a session, kept in the
 // ledger with the session so that a restarted daemon can go on gating it.
 type sessionSettings struct {
-	PolicyName      string         `json:"policy_name"`
-	ApprovalTimeout api.Duration   `json:"approval_timeout"`
-	OnAsk           string         `json:"on_ask"`
-	Home            string         `json:"home"`
-	SupervisorPID   int            `json:"supervisor_pid"`
-	Tools           []api.ToolInfo `json:"tools,omitempty"`
+	PolicyName      string       `json:"policy_name"`
+	ApprovalTimeout api.Duration `json:"approval_timeout"`
+	OnAsk           string       `json:"on_ask"`
+	Home            string       `json:"home"`
+	SupervisorPID   int          `json:"supervisor_pid"`
+	// OwnerPID is the process that registered the session (its toolgate
+	// run), from the kernel: only it may end the session or name its
+	// claude.
+	OwnerPID int            `json:"owner_pid,omitempty"`
+	Tools    []api.ToolInfo `json:"tools,omitempty"`
+	// Contained: the session's claude runs in a Landlock domain (toolgate
+	// run --containment), so that its processes carry no_new_privs.
+	Contained bool `json:"contained,omitempty"`
 	// Installed marks a session of Claude Code's own, gated by the hook
 	// toolgate install puts in its settings: its asks go through the
 	// PermissionRequest hook, wait at most ApprovalTimeout, and are handed
@@ -31,13 +37,10 @@ type sessionSettings struct {
 	Installed bool `json:"installed,omitempty"`
 }
 
-// alive reports whether the session's process still runs: its supervisor,
-// or the claude of an installed hook's session.
+// alive reports whether a process of the session still runs: its
+// supervisor or its claude.
 func (st sessionSettings) alive(rec api.Session) bool {
-	if st.Installed {
-		return proc.Alive(rec.ClaudePID)
-	}
-	return proc.Alive(st.SupervisorPID)
+	return proc.Alive(rec.ClaudePID) || !st.Installed && proc.Alive(st.SupervisorPID)
 }
 
 // gateSession is a session ready to decide calls.
@@ -104,10 +107,14 @@ func newGateSession(rec api.Session, settings sessionSettings, doc []byte) (*gat
 		decider: policy.NewSession(p, settings.Tools, rec.Cwd, settings.Home)}, nil
 }
 
-// register records a new session of toolgate run and caches it.
-func (ss *sessions) register(ctx context.Context, id string, r api.RegisterRequest) (*gateSession, error) {
+// register records a new session of toolgate run, owned by the process
+// that registers it, and caches it.
+func (ss *sessions) register(ctx context.Context, id string, r api.RegisterRequest, owner int) (*gateSession, error) {
+	if r.SupervisorPID == 0 {
+		r.SupervisorPID = owner
+	}
 	settings := sessionSettings{PolicyName: r.PolicyName, ApprovalTimeout: r.ApprovalTimeout, OnAsk: r.OnAsk,
-		Home: r.Home, SupervisorPID: r.SupervisorPID, Tools: r.Tools}
+		Home: r.Home, SupervisorPID: r.SupervisorPID, OwnerPID: owner, Tools: r.Tools, Contained: r.Contained}
 	return ss.start(ctx, api.Session{ID: id, Cwd: r.Cwd}, settings, r.Policy)
 }
 
@@ -149,28 +156,52 @@ func (ss *sessions) start(ctx context.Context, rec api.Session, settings session
 	return s, nil
 }
 
-// end records the end of a session and forgets it.
-func (ss *sessions) end(ctx context.Context, id string) (api.Session, error) {
-	rec, err := ss.ledger.EndSession(ctx, id, time.Now())
+// end records the end of a session (reason api.EndEnded or
+// api.EndAbandoned) and settles its pending approvals. The session stays
+// cached while any of its processes lives: they stay gated.
+func (ss *sessions) end(ctx context.Context, id, reason string) (api.Session, []ledger.Expired, error) {
+	rec, expired, err := ss.ledger.EndSession(ctx, id, reason)
+	if err != nil {
+		return rec, nil, err
+	}
 	ss.mu.Lock()
-	delete(ss.byID, id)
+	if s, ok := ss.byID[id]; ok {
+		s.rec = rec
+	}
 	ss.mu.Unlock()
-	return rec, err
+	return rec, expired, nil
 }
 
-// active counts the cached sessions whose supervisor still runs.
+// active counts the cached sessions that are not over, and forgets those
+// that ended and whose processes are all gone.
 func (ss *sessions) active() int {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	n := 0
 	for id, s := range ss.byID {
-		if s.rec.EndedAt == nil && s.settings.alive(s.rec) {
+		alive := s.settings.alive(s.rec)
+		switch {
+		case s.rec.EndedAt == nil && alive:
 			n++
-			continue
+		case s.rec.EndedAt != nil && !alive:
+			delete(ss.byID, id)
 		}
-		delete(ss.byID, id)
 	}
 	return n
+}
+
+// abandoned are the cached sessions that never ended but whose processes
+// are all gone (a toolgate run killed with SIGKILL, claude with it).
+func (ss *sessions) abandoned() []string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	var ids []string
+	for id, s := range ss.byID {
+		if s.rec.EndedAt == nil && !s.settings.alive(s.rec) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // public is a session as the protocol shows it: without the gate's own
@@ -182,15 +213,15 @@ func public(rec api.Session) api.Session {
 
 // loadActive caches the sessions that were running when the daemon last
 // stopped, so that their processes are known (and refused as approvers)
-// from the first moment.
+// from the first moment. Those whose processes are gone are over: their
+// end is recorded (abandoned) by the daemon's first look at its sessions.
 func (ss *sessions) loadActive(ctx context.Context) error {
 	all, err := ss.ledger.Sessions(ctx)
 	if err != nil {
 		return err
 	}
 	for _, rec := range all {
-		var settings sessionSettings
-		if rec.EndedAt != nil || json.Unmarshal(rec.Settings, &settings) != nil || !settings.alive(rec) {
+		if rec.EndedAt != nil {
 			continue
 		}
 		if _, err := ss.get(ctx, rec.ID); err != nil {
@@ -216,16 +247,14 @@ func (ss *sessions) setClaudePID(ctx context.Context, id string, pid int) error 
 	return nil
 }
 
-// gatedPIDs are the processes of live sessions (each supervisor and each
-// claude): nothing descending from them may decide an approval.
+// gatedPIDs are the processes of every session that has a process left,
+// ended or not (each supervisor and each claude): nothing descending from
+// them may decide an approval.
 func (ss *sessions) gatedPIDs() map[int]bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	pids := map[int]bool{}
 	for _, s := range ss.byID {
-		if s.rec.EndedAt != nil {
-			continue
-		}
 		if s.settings.SupervisorPID > 0 {
 			pids[s.settings.SupervisorPID] = true
 		}
@@ -234,4 +263,27 @@ func (ss *sessions) gatedPIDs() map[int]bool {
 		}
 	}
 	return pids
+}
+
+// contained reports whether a session that runs contained has a process
+// left: then a process with no_new_privs cannot be a person's.
+func (ss *sessions) contained() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for _, s := range ss.byID {
+		if s.settings.Contained && s.settings.alive(s.rec) {
+			return true
+		}
+	}
+	return false
+}
+
+// owns reports whether the process pid may end the session or name its
+// claude: the toolgate run that registered it, or, for a session of an
+// installed hook, a hook of the session's own claude.
+func (s *gateSession) owns(pid int) bool {
+	if s.settings.Installed {
+		return s.rec.ClaudePID > 0 && claudeOf(pid, s.rec.ClaudePID) == s.rec.ClaudePID
+	}
+	return pid > 0 && pid == s.settings.OwnerPID
 }

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"syscall"
+	"time"
 
+	"github.com/toolgate/toolgate/api"
 	"golang.org/x/sys/unix"
 )
 
@@ -92,4 +95,64 @@ func withPeer(ctx context.Context, c net.Conn) context.Context {
 func peerFrom(ctx context.Context) (peer, bool) {
 	p, ok := ctx.Value(peerKey{}).(peer)
 	return p, ok
+}
+
+// socketCheck is how often the daemon makes sure its socket files are its
+// own.
+const socketCheck = time.Second
+
+// keepSockets makes sure each socket path names the daemon's own socket:
+// one removed or replaced by another process of the user (to stand in
+// for the gate, or to cut sessions off it) is bound again, and the server
+// serves the new listener too. The daemon holds the daemon lock, so the
+// path is its to take back.
+func (d *Daemon) keepSockets(ctx context.Context, servers map[string]*http.Server, listeners map[string]net.Listener) {
+	inodes := map[string]uint64{}
+	for path := range listeners {
+		inodes[path] = inode(path)
+	}
+	tick := time.NewTicker(socketCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for path, srv := range servers {
+			if ino := inode(path); ino != 0 && ino == inodes[path] {
+				continue
+			}
+			d.log.Warn("the socket was removed or replaced by another process: binding it again", "socket", path)
+			d.incident(ctx, "daemon", api.Incident{What: "socket_replaced", Detail: path})
+			ln, err := rebindSocket(path)
+			if err != nil {
+				d.log.Error("bind the socket again", "socket", path, "err", err)
+				continue
+			}
+			inodes[path] = inode(path)
+			go srv.Serve(ln)
+		}
+	}
+}
+
+// inode is the inode of the file at path, or 0.
+func inode(path string) uint64 {
+	info, err := os.Lstat(path)
+	if err != nil {
+		return 0
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0
+	}
+	return st.Ino
+}
+
+// rebindSocket takes the socket path back from whatever is there.
+func rebindSocket(path string) (net.Listener, error) {
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	return bindSocket(path)
 }

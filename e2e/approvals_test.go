@@ -20,13 +20,26 @@ const askTouchPolicy = `{"version": 1, "default": "allow", "rules": [
 // waits for it.
 func (w *world) runAsync(a runArgs) (*lines, func() result) {
 	w.t.Helper()
+	r, wait := w.runAsyncCmd(a)
+	return r.lines, wait
+}
+
+// running is a run under way: its stderr lines and its process.
+type running struct {
+	lines *lines
+	cmd   *exec.Cmd
+}
+
+// runAsyncCmd is runAsync that also gives the run's process.
+func (w *world) runAsyncCmd(a runArgs) (*running, func() result) {
+	w.t.Helper()
 	l := newLines()
 	a.stderrLines = l
 	cmd, _, finish := w.start(a)
 	if err := cmd.Start(); err != nil {
 		w.t.Fatal(err)
 	}
-	return l, func() result {
+	return &running{l, cmd}, func() result {
 		cmd.Wait()
 		return finish(cmd)
 	}

@@ -10,11 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/internal/proc"
 	"github.com/toolgate/toolgate/modelscript"
 	"github.com/toolgate/toolgate/supervisor"
 )
@@ -74,6 +74,8 @@ func (w *world) paths() api.Paths {
 }
 
 func (w *world) client() *api.Client { return api.NewClient(w.paths().Socket()) }
+
+func (w *world) approver() *api.Client { return api.NewClient(w.paths().ApproveSocket()) }
 
 // stopDaemon ends the world's daemon, if one runs.
 func (w *world) stopDaemon() {
@@ -289,10 +291,11 @@ func (w *world) toolgate(args ...string) (int, string) {
 	return cmd.ProcessState.ExitCode(), string(out)
 }
 
+// waitGone waits until pid has exited (a zombie has).
 func waitGone(pid int, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		if p, err := os.FindProcess(pid); err != nil || p.Signal(syscall.Signal(0)) != nil {
+		if !proc.Alive(pid) {
 			return true
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -47,7 +47,8 @@ func TestDuplicateToolUseID(t *testing.T) {
 }
 
 // 8: the daemon dies and cannot come back before a call: the call is denied
-// gate_unavailable, exit 77, nothing ran.
+// gate_unavailable, nothing ran, and run exits 69 (the gate was lost),
+// saying why.
 func TestDaemonGoneFailsClosed(t *testing.T) {
 	w := newWorld(t)
 	var held *ledger.Ledger
@@ -90,8 +91,8 @@ func TestDaemonGoneFailsClosed(t *testing.T) {
 			held.Close()
 		}
 	}()
-	if r.code != 77 {
-		t.Fatalf("exit %d, want 77", r.code)
+	if r.code != 69 || !strings.Contains(r.report.GateLost, "could not be restarted") {
+		t.Fatalf("exit %d (gate lost: %q), want 69 and why", r.code, r.report.GateLost)
 	}
 	if _, err := os.Stat(filepath.Join(w.project, "before.txt")); err != nil {
 		t.Errorf("the first call should have run: %v", err)

@@ -27,6 +27,10 @@
 //	TOOLGATE_SOCKET       the daemon's socket (set by toolgate run; else
 //	                      gate.sock in the runtime directory, see api.RuntimeDir)
 //	TOOLGATE_SPOOL        a file where calls denied without the daemon are recorded
+//	TOOLGATE_CONTAINED    1 when toolgate run contains the session: the daemon
+//	                      must then run outside its Landlock domain
+//	TOOLGATE_DAEMON_EXE   the daemon's executable (default: toolgate beside
+//	                      the hook); a verdict from any other is refused
 //	CLAUDE_PID, HOME      (set by Claude Code) the session's claude and home
 package hook
 
@@ -70,6 +74,9 @@ type Process struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
+	// DaemonExe is the executable the daemon on gate.sock must run (the
+	// toolgate binary): a verdict from any other process is refused.
+	DaemonExe string
 	// StartDaemon starts the daemon when an installed hook finds none; nil
 	// never starts one.
 	StartDaemon func(ctx context.Context) error
@@ -164,6 +171,7 @@ func ask(p Process, event string, req api.HookRequest) (api.HookResponse, error)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	client := api.NewClient(socketPath(p.Getenv))
+	client.VerifyPeer = api.Trust{Exe: p.DaemonExe, Contained: p.Getenv("TOOLGATE_CONTAINED") == "1"}.Verify
 	resp, err := client.Hook(ctx, req)
 	if err == nil || !api.IsUnavailable(err) || req.Installed == nil || p.StartDaemon == nil {
 		return resp, err

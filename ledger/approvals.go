@@ -275,6 +275,33 @@ func (l *Ledger) ExpireDue(ctx context.Context, now time.Time) ([]Expired, error
 	}
 }
 
+// expireWhere expires every pending approval that match says to.
+func expireWhere(t *tx, match func(api.Approval) bool) ([]Expired, error) {
+	var ids []string
+	t.Keys(pendingPrefix, pendingPrefix, func(key []byte) bool {
+		if rest := string(key[len(pendingPrefix):]); len(rest) > 9 {
+			ids = append(ids, rest[9:])
+		}
+		return true
+	})
+	var out []Expired
+	for _, id := range ids {
+		var a api.Approval
+		if _, err := t.Get(approvalKey(id), &a); err != nil {
+			return nil, err
+		}
+		if !match(a) {
+			continue
+		}
+		a, d, err := expire(t, a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Expired{a, d})
+	}
+	return out, nil
+}
+
 // dueApprovals returns up to limit pending approvals that expire at or before now.
 func dueApprovals(t *tx, now time.Time, limit int) ([]api.Approval, error) {
 	var ids []string

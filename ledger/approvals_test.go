@@ -280,3 +280,32 @@ func TestHandOffApprovals(t *testing.T) {
 		t.Errorf("verify: %v", err)
 	}
 }
+
+// Ending a session settles its pending approvals (and only its own): a
+// call of a session that is over can never be approved.
+func TestEndSessionSettlesItsApprovals(t *testing.T) {
+	l, _ := openTest(t, nil)
+	for _, s := range []string{"s1", "s2"} {
+		if _, _, err := l.StartSession(ctx, api.Session{ID: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine := ask(t, l, "toolu_1", time.Hour) // session s1 (mustPropose)
+	if _, _, err := l.Propose(ctx, api.Call{ToolUseID: "toolu_2", SessionID: "s2", ToolName: "Bash", Input: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := l.CreateApproval(ctx, "toolu_2", ApprovalRequest{Timeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, expired, err := l.EndSession(ctx, "s1", api.EndAbandoned)
+	if err != nil || len(expired) != 1 || expired[0].Approval.ID != mine.ID || expired[0].Decision.ReasonCode != api.ReasonApprovalExpired {
+		t.Fatalf("expired %+v %v", expired, err)
+	}
+	if _, _, err := l.Resolve(ctx, api.Decision{ApprovalID: mine.ID, Decision: api.StatusApproved, Actor: "user:x", ReasonCode: "r"}); !IsTerminal(err) {
+		t.Errorf("approving a call of an ended session: %v", err)
+	}
+	if a, _ := l.Approval(ctx, other.ID); a.Status != api.StatusPending {
+		t.Errorf("another session's approval was settled: %+v", a)
+	}
+}

@@ -181,9 +181,12 @@ func TestSessions(t *testing.T) {
 	if _, err := l.UpdateSession(ctx, "s1", func(s *api.Session) { s.ClaudeSessionID = "c-1" }); err != nil {
 		t.Fatal(err)
 	}
-	s, err = l.EndSession(ctx, "s1", time.Now())
-	if err != nil || s.EndedAt == nil || s.ClaudeSessionID != "c-1" || s.PolicyVersion != 2 {
-		t.Fatalf("%+v %v", s, err)
+	s, expired, err := l.EndSession(ctx, "s1", api.EndEnded)
+	if err != nil || s.EndedAt == nil || s.EndReason != api.EndEnded || s.ClaudeSessionID != "c-1" || s.PolicyVersion != 2 || len(expired) != 0 {
+		t.Fatalf("%+v %v %v", s, expired, err)
+	}
+	if again, _, _ := l.EndSession(ctx, "s1", api.EndAbandoned); !again.EndedAt.Equal(*s.EndedAt) || again.EndReason != api.EndEnded {
+		t.Errorf("a second end changed the first: %+v", again)
 	}
 	if all, _ := l.Sessions(ctx); len(all) != 1 {
 		t.Errorf("sessions: %v", all)

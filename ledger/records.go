@@ -21,4 +21,5 @@ const (
 	KindCallSeen           = "call_seen"
 	KindCallRepeated       = "call_repeated"
 	KindPolicyStored       = "policy_stored"
+	KindIncident           = "incident" // api.Incident: something refused as an attack or a mistake
 )

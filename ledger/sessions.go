@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/toolgate/toolgate/api"
 )
@@ -59,14 +58,46 @@ func (l *Ledger) UpdateSession(ctx context.Context, id string, fn func(s *api.Se
 	})
 }
 
-// EndSession records the end of a session.
-func (l *Ledger) EndSession(ctx context.Context, id string, at time.Time) (api.Session, error) {
-	return l.UpdateSession(ctx, id, func(s *api.Session) {
-		if s.EndedAt == nil {
-			at := at.UTC()
-			s.EndedAt = &at
+// EndSession records the end of a session (reason api.EndEnded or
+// api.EndAbandoned) and, in the same transaction, settles every approval
+// of it that still waits: nobody may decide a call of a session that is
+// over. A session ended before stays as it was.
+func (l *Ledger) EndSession(ctx context.Context, id, reason string) (api.Session, []Expired, error) {
+	type out struct {
+		s       api.Session
+		expired []Expired
+	}
+	o, err := write(ctx, l, func(t *tx) (out, error) {
+		var s api.Session
+		found, err := t.Get(sessionKey(id), &s)
+		if err != nil {
+			return out{}, err
 		}
+		if !found {
+			return out{}, fmt.Errorf("session %s: %w", id, ErrNotFound)
+		}
+		if s.EndedAt != nil {
+			return out{s, nil}, nil
+		}
+		at := t.Now()
+		s.EndedAt, s.EndReason = &at, reason
+		if err := t.Put(sessionKey(id), s); err != nil {
+			return out{}, err
+		}
+		if err := t.event(KindSessionUpdated, id, s); err != nil {
+			return out{}, err
+		}
+		expired, err := expireWhere(t, func(a api.Approval) bool { return a.SessionID == id })
+		return out{s, expired}, err
 	})
+	return o.s, o.expired, err
+}
+
+// RecordIncident keeps an incident in the audit, about subject (a session
+// or an approval).
+func (l *Ledger) RecordIncident(ctx context.Context, subject string, inc api.Incident) error {
+	_, err := write(ctx, l, func(t *tx) (struct{}, error) { return struct{}{}, t.event(KindIncident, subject, inc) })
+	return err
 }
 
 // Session returns a session, or ErrNotFound.

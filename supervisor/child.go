@@ -21,8 +21,11 @@ type child struct {
 // startChild starts cmd in a new process group with the caller's stdio
 // passed through untouched: claude writes straight to our stdout. From
 // then on, SIGINT, SIGTERM and SIGHUP sent to us go to claude's group.
+// It dies with this process (SIGKILL when the thread that started it
+// ends, which the caller keeps alive: the run of a killed toolgate run
+// must not go on as an orphan).
 func startChild(cmd *exec.Cmd) (*child, error) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	c := &child{cmd: cmd, sigs: make(chan os.Signal, 4)}
 	signal.Notify(c.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	if err := cmd.Start(); err != nil {

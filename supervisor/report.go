@@ -31,7 +31,12 @@ type Report struct {
 	ExitCode       int          `json:"exit_code"`
 	Calls          []api.Call   `json:"calls"`
 	Counts         Counts       `json:"counts"`
-	Warnings       []string     `json:"warnings,omitempty"`
+	// Containment is the boundary claude ran in.
+	Containment Level `json:"containment"`
+	// GateLost says why the gate was lost during the session (replaced,
+	// or gone for good): then claude was stopped and the exit is 69.
+	GateLost string   `json:"gate_lost,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ReportPolicy names the policy that decided.
@@ -54,8 +59,9 @@ type Counts struct {
 
 // Exit codes of toolgate run besides claude's own (sysexits).
 const (
-	ExitTempFail = 75 // an approval expired
-	ExitNoPerm   = 77 // a call was denied
+	ExitUnavailable = 69 // the gate was lost, or its record of the session
+	ExitTempFail    = 75 // an approval expired
+	ExitNoPerm      = 77 // a call was denied
 )
 
 // buildReport assembles the report from the daemon's record of the
@@ -103,6 +109,30 @@ func buildReport(session string, calls []api.Call, spooled []api.SpoolLine) Repo
 		r.Counts.add(c)
 	}
 	return r
+}
+
+// addUnrecorded adds the calls toolgate run answered itself that the
+// daemon's record lacks, and says so: a gate that answered without
+// recording is not the gate.
+func (r *Report) addUnrecorded(answered map[string]api.Call) []string {
+	recorded := map[string]bool{}
+	for _, c := range r.Calls {
+		recorded[c.ToolUseID] = true
+	}
+	var ids []string
+	for id := range answered {
+		if !recorded[id] {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	var warnings []string
+	for _, id := range ids {
+		r.Calls = append(r.Calls, answered[id])
+		r.Counts.add(answered[id])
+		warnings = append(warnings, fmt.Sprintf("call %s was answered by toolgate run but is not in the daemon's record", id))
+	}
+	return warnings
 }
 
 // add counts one call.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -17,7 +18,6 @@ import (
 	"github.com/toolgate/toolgate/daemon"
 	"github.com/toolgate/toolgate/policy"
 	"github.com/toolgate/toolgate/prompttool"
-	"github.com/toolgate/toolgate/render"
 )
 
 // RunConfig configures one supervised claude.
@@ -30,7 +30,8 @@ type RunConfig struct {
 	Claude          string        // the claude executable
 	ClaudeArgs      []string      // the user's own arguments
 	Hook            string        // the toolgate-hook executable
-	Self            string        // the toolgate executable (to start the daemon)
+	Self            string        // the toolgate executable (to start the daemon; the daemon must run it)
+	Containment     string        // ContainAuto (""), ContainLandlock or ContainOff
 	Version         string
 	Env             []string // claude's environment, before toolgate's additions
 	Cwd, Home       string
@@ -62,26 +63,36 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if err := claudecode.CheckArgs(cfg.ClaudeArgs); err != nil {
 		return Report{}, err
 	}
-	start := daemon.StartConfig{Paths: cfg.Paths, Self: cfg.Self, IdleExit: 5 * time.Minute}
-	client, err := daemon.Ensure(ctx, start)
+	if cfg.Containment == "" {
+		cfg.Containment = ContainAuto
+	}
+	level, err := ContainmentLevel(cfg.Containment)
 	if err != nil {
+		return Report{}, &UnavailableError{err}
+	}
+	if !level.Contained() {
+		fmt.Fprintf(cfg.Stderr, "toolgate: WARNING: claude runs uncontained: %s\n", level.Detail)
+	}
+	r := &runner{cfg: cfg, log: log, level: level}
+	r.gate = &trustedGate{start: daemon.StartConfig{Paths: cfg.Paths, Self: cfg.Self, IdleExit: 5 * time.Minute}, onLost: r.gateLost}
+	if r.client, err = r.gate.connect(ctx); err != nil {
 		return Report{}, &UnavailableError{err}
 	}
 	tools, errs := DiscoverTools(ctx, cfg.ClaudeArgs, cfg.Cwd, cfg.Env, 15*time.Second)
 	for _, err := range errs {
 		fmt.Fprintf(cfg.Stderr, "toolgate: warning: %v (its tools are not schema-checked)\n", err)
 	}
-	timeout := cfg.ApprovalTimeout
-	if timeout <= 0 {
-		timeout = api.DefaultApprovalTimeout
+	r.timeout = cfg.ApprovalTimeout
+	if r.timeout <= 0 {
+		r.timeout = api.DefaultApprovalTimeout
 	}
-	sess, err := client.Register(ctx, api.RegisterRequest{Policy: doc, PolicyName: cfg.PolicyPath,
-		ApprovalTimeout: api.Duration(timeout), OnAsk: cfg.OnAsk, Cwd: cfg.Cwd, Home: cfg.Home,
-		SupervisorPID: os.Getpid(), Tools: tools})
+	sess, err := r.client.Register(ctx, api.RegisterRequest{Policy: doc, PolicyName: cfg.PolicyPath,
+		ApprovalTimeout: api.Duration(r.timeout), OnAsk: cfg.OnAsk, Cwd: cfg.Cwd, Home: cfg.Home,
+		SupervisorPID: os.Getpid(), Tools: tools, Contained: level.Contained()})
 	if err != nil {
 		return Report{}, &UnavailableError{fmt.Errorf("register the session: %w", err)}
 	}
-	r := &runner{cfg: cfg, log: log, client: client, start: start, session: sess.ID, timeout: timeout}
+	r.session = sess.ID
 	report, err := r.run(ctx)
 	report.Policy = ReportPolicy{Path: cfg.PolicyPath, Version: pol.Version, SHA256: pol.SHA256}
 	return report, err
@@ -96,14 +107,16 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 type runner struct {
 	cfg     RunConfig
 	log     *slog.Logger
+	level   Level
+	gate    *trustedGate
 	client  *api.Client
-	start   daemon.StartConfig
 	session string
 	timeout time.Duration
 	spool   string
 
-	mu          sync.Mutex
-	restartWarn bool
+	mu       sync.Mutex
+	child    *child              // claude, once started
+	answered map[string]api.Call // what the prompt tool answered, by tool_use_id
 }
 
 func (r *runner) run(ctx context.Context) (Report, error) {
@@ -128,20 +141,31 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	cmd := exec.Command(r.cfg.Claude, args...)
+	// claude dies with this process (PR_SET_PDEATHSIG, sent when the
+	// thread that started it ends: this goroutine keeps its thread).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	name, argv := containedCommand(r.level, r.cfg.Self, r.cfg.Claude, args)
+	cmd := exec.Command(name, argv...)
 	cmd.Dir = r.cfg.Cwd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.cfg.Stdin, r.cfg.Stdout, r.cfg.Stderr
-	cmd.Env = append(append([]string{}, r.cfg.Env...),
-		"TOOLGATE_SESSION="+r.session, "TOOLGATE_SOCKET="+r.cfg.Paths.Socket(), "TOOLGATE_SPOOL="+r.spool)
+	cmd.Env = append(append([]string{}, r.cfg.Env...), "TOOLGATE_SESSION="+r.session,
+		"TOOLGATE_SOCKET="+r.cfg.Paths.Socket(), "TOOLGATE_SPOOL="+r.spool, "TOOLGATE_DAEMON_EXE="+r.cfg.Self)
+	if r.level.Contained() {
+		cmd.Env = append(cmd.Env, "TOOLGATE_CONTAINED=1")
+	}
 	c, err := startChild(cmd)
 	if err != nil {
 		return Report{}, fmt.Errorf("start claude: %w", err)
 	}
+	r.mu.Lock()
+	r.child = c
+	r.mu.Unlock()
 	if err := r.client.SetClaudePID(ctx, r.session, cmd.Process.Pid); err != nil {
 		r.log.Warn("tell the daemon claude's pid", "err", err)
 	}
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
-	go r.watchDaemon(watchCtx)
+	go r.gate.watch(watchCtx)
 	claudeCode := c.wait()
 	stopWatch()
 	c.stopGroup(3 * time.Second)
@@ -149,15 +173,24 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	return r.finish(context.WithoutCancel(ctx), started, claudeCode), nil
 }
 
+// gateLost stops the session: no call can be decided any more, so claude
+// must not go on proposing them.
+func (r *runner) gateLost(err error) {
+	fmt.Fprintf(r.cfg.Stderr, "toolgate: %v; every call is denied gate_unavailable and claude is stopped\n", err)
+	r.mu.Lock()
+	c := r.child
+	r.mu.Unlock()
+	if c != nil {
+		go c.stopGroup(3 * time.Second)
+	}
+}
+
 // endOrphans ends what the session detached, sparing the daemon (which
 // this process may have started, and so be the parent of).
 func (r *runner) endOrphans(ctx context.Context) {
-	keep := map[int]bool{}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	if st, err := r.client.Status(sctx); err == nil {
-		keep[st.PID] = true
-	}
+	r.gate.mu.Lock()
+	keep := map[int]bool{r.gate.pid: true}
+	r.gate.mu.Unlock()
 	endOrphans(keep, 2*time.Second)
 }
 
@@ -184,60 +217,40 @@ func (r *runner) claudeArgs(dir string, host *prompttool.Host) ([]string, error)
 	return append(args, r.cfg.ClaudeArgs...), nil
 }
 
-// watchDaemon brings the daemon back when it dies while claude runs. The
-// daemon lock tells whether it lives.
-func (r *runner) watchDaemon(ctx context.Context) {
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if !daemon.Alive(r.cfg.Paths) {
-			r.restart(ctx)
-		}
-	}
-}
-
-// restart starts the daemon again; it says so once when it cannot.
-func (r *runner) restart(ctx context.Context) bool {
-	_, err := daemon.Ensure(ctx, r.start)
-	if err == nil {
-		r.log.Info("daemon restarted")
-		return true
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.restartWarn {
-		r.restartWarn = true
-		fmt.Fprintf(r.cfg.Stderr, "toolgate: the daemon died and could not be restarted: %v; calls are denied gate_unavailable until it is back\n", err)
-	}
-	return false
-}
-
-// finish ends the session and builds the report.
+// finish ends the session and builds the report: the daemon's record of
+// the session, what the hook spooled, and what run itself saw. A record
+// the daemon cannot give, or a gate lost on the way, makes it exit 69: an
+// empty answer must never read as "nothing happened".
 func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) Report {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var warnings []string
 	spooled, _ := api.ReadSpool(r.spool) // before the daemon, at the session's end, ingests and removes it
 	_, err := r.client.EndSession(ctx, r.session)
-	if api.IsUnavailable(err) && r.restart(ctx) {
+	if api.IsUnavailable(err) && r.gate.restart(ctx) {
 		_, err = r.client.EndSession(ctx, r.session)
 	}
 	if err != nil {
 		warnings = append(warnings, "end the session: "+err.Error())
 	}
-	calls, err := r.client.SessionCalls(ctx, r.session)
-	if err != nil {
-		warnings = append(warnings, "the daemon's record of the session is unavailable: "+err.Error())
+	calls, recErr := r.client.SessionCalls(ctx, r.session)
+	if recErr != nil {
+		warnings = append(warnings, "the daemon's record of the session is unavailable: "+recErr.Error())
 	}
 	report := buildReport(r.session, calls, spooled)
+	r.mu.Lock()
+	warnings = append(warnings, report.addUnrecorded(r.answered)...)
+	r.mu.Unlock()
 	report.SessionID, report.StartedAt, report.EndedAt = r.session, started, time.Now().UTC()
-	report.ClaudeExitCode, report.Warnings = claudeCode, warnings
+	report.ClaudeExitCode, report.Containment = claudeCode, r.level
 	report.ExitCode = report.exitCode()
+	if lost := r.gate.Lost(); lost != nil || recErr != nil {
+		if lost != nil {
+			report.GateLost = lost.Error()
+		}
+		report.ExitCode = ExitUnavailable
+	}
+	report.Warnings = warnings
 	if r.cfg.ReportPath != "" {
 		if err := writeReport(r.cfg.ReportPath, report); err != nil {
 			fmt.Fprintf(r.cfg.Stderr, "toolgate: %v\n", err)
@@ -248,88 +261,4 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	}
 	fmt.Fprintln(r.cfg.Stderr, report.Summary())
 	return report
-}
-
-// promptDecider answers the prompt tool through the daemon. An ask waits
-// for a person, telling the CLI it is still waiting (progress), and
-// survives a restart of the daemon: it asks again for the same
-// tool_use_id and finds the same approval. When the daemon cannot be
-// reached even after a restart, the call is denied gate_unavailable.
-type promptDecider struct{ r *runner }
-
-// ProgressInterval is how often the prompt tool tells the CLI it still
-// waits for a person; the CLI's idle watchdog would abort it otherwise.
-const ProgressInterval = 2 * time.Second
-
-func (p *promptDecider) Decide(ctx context.Context, req api.PromptRequest, progress func(string)) (api.Verdict, error) {
-	req.SessionID = p.r.session
-	announced := false
-	for attempt := 0; ; attempt++ {
-		v, err := p.r.client.Prompt(ctx, req)
-		if err == nil && v.Effect == api.EffectAsk {
-			if !announced {
-				announced = true
-				p.r.announce(req, v)
-			}
-			v, err = p.wait(ctx, v.ApprovalID, progress)
-		}
-		if err == nil {
-			return v, nil
-		}
-		if ctx.Err() != nil {
-			return api.Verdict{}, ctx.Err() // the CLI gave up on this call
-		}
-		if api.IsUnavailable(err) && attempt < 3 && p.r.restart(ctx) {
-			continue // the daemon is back: ask again, it finds the same approval
-		}
-		p.r.log.Error("permission prompt", "tool_use_id", req.ToolUseID, "err", err)
-		v = api.Deny(api.ReasonGateUnavailable, api.SourceGate)
-		p.r.spoolDeny(req, v)
-		return v, nil
-	}
-}
-
-// wait waits for the approval, sending progress to the CLI meanwhile.
-func (p *promptDecider) wait(ctx context.Context, id string, progress func(string)) (api.Verdict, error) {
-	type result struct {
-		v   api.Verdict
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := p.r.client.Wait(ctx, id)
-		done <- result{v, err}
-	}()
-	if progress == nil {
-		progress = func(string) {}
-	}
-	tick := time.NewTicker(ProgressInterval)
-	defer tick.Stop()
-	// At once: the first notification of a request may be lost while the
-	// response turns into an event stream; the later ones are not.
-	progress("waiting for a person to approve " + id)
-	for {
-		select {
-		case r := <-done:
-			return r.v, r.err
-		case <-tick.C:
-			progress("waiting for a person to approve " + id)
-		}
-	}
-}
-
-// announce prints the one progress line of an ask on stderr.
-func (r *runner) announce(req api.PromptRequest, v api.Verdict) {
-	left := ""
-	if v.ExpiresAt != nil {
-		left = "; expires in " + time.Until(*v.ExpiresAt).Round(time.Second).String()
-	}
-	fmt.Fprintf(r.cfg.Stderr, "toolgate: waiting for approval %s (%s: %s) — toolgate approve %s%s\n",
-		v.ApprovalID, req.ToolName, render.Summary(req.ToolName, req.Input, 60), v.ApprovalID, left)
-}
-
-// spoolDeny records a call denied without the daemon, as the hook does.
-func (r *runner) spoolDeny(req api.PromptRequest, v api.Verdict) {
-	api.AppendSpool(r.spool, api.SpoolLine{Time: time.Now().UTC(), Event: api.PreToolUse, ToolUseID: req.ToolUseID,
-		ToolName: req.ToolName, ReasonCode: v.ReasonCode})
 }

@@ -17,7 +17,19 @@ import (
 
 func main() {
 	os.Exit(hook.Main(hook.Process{Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		Getenv: os.Getenv, StartDaemon: startDaemon}))
+		Getenv: os.Getenv, DaemonExe: daemonExe(), StartDaemon: startDaemon}))
+}
+
+// daemonExe is TOOLGATE_DAEMON_EXE, or the toolgate binary beside this one.
+func daemonExe() string {
+	if exe := os.Getenv("TOOLGATE_DAEMON_EXE"); exe != "" {
+		return exe
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(self), "toolgate")
 }
 
 // startDaemon runs "toolgate serve --background" from beside this binary:

@@ -41,6 +41,7 @@ EXAMPLES
 			demoCommand(),
 			doctorCommand(),
 			demoMCPCommand(),
+			containCommand(),
 		},
 		// Errors become exit codes in exitCode only; urfave must never exit.
 		ExitErrHandler:       func(*cli.Context, error) {},

@@ -48,6 +48,7 @@ EXIT STATUS
 			&cli.StringFlag{Name: "on-ask", Usage: "wait (for a person) or deny (unattended)", EnvVars: []string{"TOOLGATE_ON_ASK"}, Value: "wait"},
 			&cli.StringFlag{Name: "claude", Usage: "the claude executable", EnvVars: []string{"TOOLGATE_CLAUDE"}, Value: "claude"},
 			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
+			&cli.StringFlag{Name: "containment", Usage: "auto (Landlock where the kernel has it), landlock (or refuse to start), or off", EnvVars: []string{"TOOLGATE_CONTAINMENT"}, Value: supervisor.ContainAuto},
 		},
 		Action: func(cliCtx *cli.Context) error {
 			cfg, err := newRunConfig(cliCtx)
@@ -108,6 +109,7 @@ func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 		ReportPath:      cliCtx.String("report"),
 		ApprovalTimeout: cliCtx.Duration("approval-timeout"),
 		OnAsk:           onAsk,
+		Containment:     cliCtx.String("containment"),
 		Claude:          claudePath,
 		ClaudeArgs:      args,
 		Hook:            hook,

@@ -1,0 +1,113 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/render"
+)
+
+// promptDecider answers the prompt tool through the daemon. An ask waits
+// for a person, telling the CLI it is still waiting (progress), and
+// survives a restart of the daemon: it asks again for the same
+// tool_use_id and finds the same approval. When the daemon cannot be
+// reached even after a restart, the call is denied gate_unavailable.
+type promptDecider struct{ r *runner }
+
+// ProgressInterval is how often the prompt tool tells the CLI it still
+// waits for a person; the CLI's idle watchdog would abort it otherwise.
+const ProgressInterval = 2 * time.Second
+
+func (p *promptDecider) Decide(ctx context.Context, req api.PromptRequest, progress func(string)) (api.Verdict, error) {
+	req.SessionID = p.r.session
+	if err := p.r.gate.Lost(); err != nil {
+		v := api.Deny(api.ReasonGateUnavailable, api.SourceGate)
+		p.r.saw(req, v)
+		return v, nil
+	}
+	announced := false
+	for attempt := 0; ; attempt++ {
+		v, err := p.r.client.Prompt(ctx, req)
+		if err == nil && v.Effect == api.EffectAsk {
+			if !announced {
+				announced = true
+				p.r.announce(req, v)
+			}
+			v, err = p.wait(ctx, v.ApprovalID, progress)
+		}
+		if err == nil {
+			p.r.saw(req, v)
+			return v, nil
+		}
+		if ctx.Err() != nil {
+			return api.Verdict{}, ctx.Err() // the CLI gave up on this call
+		}
+		if api.IsUnavailable(err) && attempt < 3 && p.r.gate.Lost() == nil && p.r.gate.restart(ctx) {
+			continue // the daemon is back: ask again, it finds the same approval
+		}
+		p.r.log.Error("permission prompt", "tool_use_id", req.ToolUseID, "err", err)
+		v = api.Deny(api.ReasonGateUnavailable, api.SourceGate)
+		p.r.spoolDeny(req, v)
+		p.r.saw(req, v)
+		return v, nil
+	}
+}
+
+// wait waits for the approval, sending progress to the CLI meanwhile.
+func (p *promptDecider) wait(ctx context.Context, id string, progress func(string)) (api.Verdict, error) {
+	type result struct {
+		v   api.Verdict
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := p.r.client.Wait(ctx, id)
+		done <- result{v, err}
+	}()
+	if progress == nil {
+		progress = func(string) {}
+	}
+	tick := time.NewTicker(ProgressInterval)
+	defer tick.Stop()
+	// At once: the first notification of a request may be lost while the
+	// response turns into an event stream; the later ones are not.
+	progress("waiting for a person to approve " + id)
+	for {
+		select {
+		case r := <-done:
+			return r.v, r.err
+		case <-tick.C:
+			progress("waiting for a person to approve " + id)
+		}
+	}
+}
+
+// announce prints the one progress line of an ask on stderr.
+func (r *runner) announce(req api.PromptRequest, v api.Verdict) {
+	left := ""
+	if v.ExpiresAt != nil {
+		left = "; expires in " + time.Until(*v.ExpiresAt).Round(time.Second).String()
+	}
+	fmt.Fprintf(r.cfg.Stderr, "toolgate: waiting for approval %s (%s: %s) — toolgate approve %s%s\n",
+		v.ApprovalID, req.ToolName, render.Summary(req.ToolName, req.Input, 60), v.ApprovalID, left)
+}
+
+// spoolDeny records a call denied without the daemon, as the hook does.
+func (r *runner) spoolDeny(req api.PromptRequest, v api.Verdict) {
+	api.AppendSpool(r.spool, api.SpoolLine{Time: time.Now().UTC(), Event: api.PreToolUse, ToolUseID: req.ToolUseID,
+		ToolName: req.ToolName, ReasonCode: v.ReasonCode})
+}
+
+// saw keeps what run itself answered for a call, for the report: the
+// daemon's record is checked against it.
+func (r *runner) saw(req api.PromptRequest, v api.Verdict) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.answered == nil {
+		r.answered = map[string]api.Call{}
+	}
+	r.answered[req.ToolUseID] = api.Call{ToolUseID: req.ToolUseID, SessionID: r.session, ToolName: req.ToolName,
+		Input: req.Input, ProposedAt: time.Now().UTC(), Verdict: v}
+}

@@ -1,0 +1,157 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/daemon"
+	"github.com/toolgate/toolgate/internal/proc"
+)
+
+// trustedGate is the daemon toolgate run talks to: the one it started or
+// found when the session began, or one it started itself since. It is
+// verified from the kernel, never from what the socket answers: the
+// process listening on gate.sock must run toolgate's own executable, as
+// the same user, and carry no more restrictions than run itself (a
+// process the contained model started carries no_new_privs). Once the
+// gate is lost (replaced, or gone and not to be restarted), every call is
+// denied gate_unavailable and the session is stopped.
+type trustedGate struct {
+	start  daemon.StartConfig
+	onLost func(error) // called once, when the gate is lost
+
+	mu   sync.Mutex
+	pid  int   // the trusted daemon's pid
+	lost error // why the gate is lost, once it is
+}
+
+// connect makes sure a daemon runs and trusts it if it passes.
+func (g *trustedGate) connect(ctx context.Context) (*api.Client, error) {
+	c, err := daemon.Ensure(ctx, g.start)
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.Peer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.check(p); err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	g.pid = p.PID
+	g.mu.Unlock()
+	c.VerifyPeer = g.verify
+	return c, nil
+}
+
+// check refuses a process that cannot be the daemon run started or found.
+func (g *trustedGate) check(p api.Peer) error {
+	if err := (api.Trust{Exe: g.start.Self}).Verify(p); err != nil {
+		return err
+	}
+	self, _ := proc.NoNewPrivs(os.Getpid())
+	if theirs, err := proc.NoNewPrivs(p.PID); !self && (theirs || err != nil) {
+		return fmt.Errorf("the process on the gate's socket (pid %d) runs with no_new_privs, as the processes of a contained session do: it cannot be the daemon", p.PID)
+	}
+	return nil
+}
+
+// verify is the client's check before every request: only the trusted
+// daemon, and nothing once the gate is lost.
+func (g *trustedGate) verify(p api.Peer) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.lost != nil:
+		return g.lost
+	case p.PID != g.pid:
+		return fmt.Errorf("pid %d answers on the gate's socket, not the daemon toolgate run trusts (pid %d)", p.PID, g.pid)
+	}
+	return nil
+}
+
+// Lost is the reason the gate was lost, or nil.
+func (g *trustedGate) Lost() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.lost
+}
+
+// lose records that the gate is lost, once.
+func (g *trustedGate) lose(err error) {
+	g.mu.Lock()
+	first := g.lost == nil
+	if first {
+		g.lost = err
+	}
+	g.mu.Unlock()
+	if first && g.onLost != nil {
+		g.onLost(err)
+	}
+}
+
+// restart starts the daemon again when the trusted one is gone, and
+// trusts the new one; the gate is lost when it cannot, or when the trusted
+// daemon lives but no longer answers on its socket (something replaced
+// the socket file).
+func (g *trustedGate) restart(ctx context.Context) bool {
+	if g.Lost() != nil {
+		return false
+	}
+	g.mu.Lock()
+	pid := g.pid
+	g.mu.Unlock()
+	if proc.Alive(pid) {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		p, err := api.NewClient(g.start.Paths.Socket()).Peer(pctx)
+		cancel()
+		if err == nil && p.PID == pid {
+			return true // it answers again
+		}
+		g.lose(fmt.Errorf("the daemon (pid %d) lives but does not answer on %s: something replaced its socket", pid, g.start.Paths.Socket()))
+		return false
+	}
+	if _, err := g.connect(ctx); err != nil {
+		g.lose(fmt.Errorf("the daemon is gone and could not be restarted: %w", err))
+		return false
+	}
+	return true
+}
+
+// watchInterval is how often run looks at its daemon while claude runs.
+const watchInterval = 500 * time.Millisecond
+
+// watch looks after the trusted daemon while claude runs: a daemon that
+// died is restarted (and the new one trusted); a socket on which another
+// process answers loses the gate.
+func (g *trustedGate) watch(ctx context.Context) {
+	tick := time.NewTicker(watchInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		g.mu.Lock()
+		pid := g.pid
+		g.mu.Unlock()
+		if !proc.Alive(pid) {
+			g.restart(ctx)
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		p, err := api.NewClient(g.start.Paths.Socket()).Peer(pctx)
+		cancel()
+		// Nobody answering is what a stopping daemon looks like (calls fail
+		// closed meanwhile); another process answering is an impostor.
+		if err == nil && p.PID != pid {
+			g.lose(fmt.Errorf("the gate was replaced: pid %d answers on %s, not the daemon toolgate run trusts (pid %d)", p.PID, g.start.Paths.Socket(), pid))
+		}
+	}
+}
