@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/internal/dbustest"
 	"github.com/toolgate/toolgate/modelscript"
 )
 
@@ -222,4 +223,63 @@ func TestAttackOutliveTheSupervisor(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(w.project, "orphan.txt")); err == nil {
 		t.Error("the call of the killed run ran")
 	}
+}
+
+// Attack 3: the model forges a click on toolgate's desktop notification:
+// it watches the bus for the notification toolgate posts (dbus-monitor
+// shows its action keys), then emits ActionInvoked itself with dbus-send,
+// for every notification id, with the keys it saw and with the old
+// approve:ID form.
+func TestAttackForgeADesktopClick(t *testing.T) {
+	needTools(t, "dbus-send", "dbus-monitor")
+	w := newWorld(t)
+	bus := dbustest.SessionBus(t)
+	srv := dbustest.StartNotifications(t, bus, func(s *dbustest.Notifications) { s.Actions = true })
+	notify := exec.Command(toolgateBin, "notify")
+	notify.Env = append(w.env(nil), "DBUS_SESSION_BUS_ADDRESS="+bus)
+	notifyLog := newLines()
+	notify.Stderr = notifyLog
+	if err := notify.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { notify.Process.Kill(); notify.Wait() })
+	log, seen := filepath.Join(w.root, "attack.log"), filepath.Join(w.root, "bus.log")
+	script := `dbus-monitor --session "interface=org.freedesktop.Notifications" > ` + seen + ` 2>&1 &
+` + waitForPending + `sleep 1
+keys=$(grep -o 'string "toolgate-[0-9a-f]*"' ` + seen + ` | cut -d '"' -f 2)
+for n in 1 2 3 4 5; do
+  for key in $keys "approve:$id"; do
+    dbus-send --session --type=signal /org/freedesktop/Notifications org.freedesktop.Notifications.ActionInvoked uint32:$n string:$key
+    echo "sent $n $key: $?"
+  done
+done
+`
+	l, wait := w.runAsync(runArgs{policy: attackPolicy, toolgate: []string{"--approval-timeout", "8s"},
+		claudeEnv: attackEnv("DBUS_SESSION_BUS_ADDRESS=" + bus),
+		script:    []modelscript.Step{step(bash("toolu_atk3_launch", detached(script, log))), step(bash("toolu_atk3_ask", "touch clicked.txt"))}})
+	l.approvalID(t)
+	receive(t, srv.Notified)
+	r := wait()
+	out := logOf(t, log, "sent 5 approve:")
+	if _, err := os.Stat(filepath.Join(w.project, "clicked.txt")); err == nil {
+		t.Fatal("a forged click approved the model's own call")
+	}
+	if !strings.Contains(out, "sent 1 toolgate-") {
+		t.Errorf("the attack never saw the notification's keys: the test is too weak")
+	}
+	if r.code != 75 {
+		t.Errorf("exit %d, want 75 (the ask expired)", r.code)
+	}
+	waitLine(t, notifyLog, "ignored an ActionInvoked")
+}
+
+func receive(t *testing.T, ch <-chan uint32) uint32 {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(runTimeout):
+		t.Fatal("no notification")
+	}
+	return 0
 }

@@ -7,11 +7,12 @@ package notify
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,7 +36,18 @@ type Notifier struct {
 	actions bool // the server supports actions
 	markup  bool // the server reads the body as markup: text must be escaped
 	mu      sync.Mutex
-	byID    map[string]uint32 // approval id -> notification id
+	byID    map[string]uint32  // approval id -> notification id
+	keys    map[string]*posted // action key -> the notification it belongs to
+	owner   string             // the unique bus name of the notification server
+}
+
+// posted is an action of a notification this notifier showed: its key is
+// random and its own, so that a click can only ever decide this approval,
+// and only through this notification.
+type posted struct {
+	approvalID string
+	decision   string // approve or deny
+	id         uint32 // the notification's, once the server has said it
 }
 
 // Service is what the session bus's notification service says of itself.
@@ -66,7 +78,7 @@ func Probe(ctx context.Context, bus *dbus.Conn) (Service, error) {
 
 // Run shows notifications until ctx ends.
 func (n *Notifier) Run(ctx context.Context) error {
-	n.byID = map[string]uint32{}
+	n.byID, n.keys = map[string]uint32{}, map[string]*posted{}
 	svc, err := Probe(ctx, n.Bus)
 	if err != nil {
 		return err
@@ -75,7 +87,15 @@ func (n *Notifier) Run(ctx context.Context) error {
 	if !n.actions {
 		n.logf("the notification service has no actions: notifications say how to approve instead")
 	}
+	// The owner is watched before it is read: a change in between is seen.
+	if err := n.Bus.AddMatchSignalContext(ctx, dbus.WithMatchSender("org.freedesktop.DBus"), dbus.WithMatchMember("NameOwnerChanged"),
+		dbus.WithMatchArg(0, busName)); err != nil {
+		return err
+	}
 	if err := n.Bus.AddMatchSignalContext(ctx, dbus.WithMatchInterface(iface), dbus.WithMatchObjectPath(path)); err != nil {
+		return err
+	}
+	if err := n.busOwner(ctx); err != nil {
 		return err
 	}
 	signals := make(chan *dbus.Signal, 64)
@@ -90,6 +110,19 @@ func (n *Notifier) Run(ctx context.Context) error {
 			n.show(ctx, d)
 		}
 	})
+	return nil
+}
+
+// busOwner reads which connection owns the notification service's name:
+// only its signals are clicks.
+func (n *Notifier) busOwner(ctx context.Context) error {
+	var owner string
+	if err := n.Bus.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetNameOwner", 0, busName).Store(&owner); err != nil {
+		return fmt.Errorf("no notification service on the session bus: %w", err)
+	}
+	n.mu.Lock()
+	n.owner = owner
+	n.mu.Unlock()
 	return nil
 }
 
@@ -108,10 +141,16 @@ func (n *Notifier) show(ctx context.Context, d api.ApprovalDetail) {
 	}
 	body := fmt.Sprintf("%s\n%s asks; expires at %s", render.Summary(a.ToolName, a.Input, 120), rule, a.ExpiresAt.Local().Format("15:04"))
 	var actions []string
+	var mine []*posted
 	if n.actions {
-		// Each action names its approval: a stale notification can never
-		// decide another call.
-		actions = []string{"approve:" + a.ID, "Approve", "deny:" + a.ID, "Deny"}
+		// Known before the server shows them: a click can come as soon as
+		// the notification is on screen, before its id reaches us.
+		approve, deny := randomKey(), randomKey()
+		mine = []*posted{{approvalID: a.ID, decision: "approve"}, {approvalID: a.ID, decision: "deny"}}
+		n.mu.Lock()
+		n.keys[approve], n.keys[deny] = mine[0], mine[1]
+		n.mu.Unlock()
+		actions = []string{approve, "Approve", deny, "Deny"}
 	} else {
 		body += "\ntoolgate approve " + a.ID
 	}
@@ -130,8 +169,18 @@ func (n *Notifier) show(ctx context.Context, d api.ApprovalDetail) {
 	}
 	n.mu.Lock()
 	n.byID[a.ID] = id
+	for _, p := range mine {
+		p.id = id
+	}
 	n.mu.Unlock()
 	n.logf("shown %s (%s)", a.ID, a.ToolName)
+}
+
+// randomKey is an action key nobody can guess.
+func randomKey() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return "toolgate-" + hex.EncodeToString(b)
 }
 
 // withdraw closes the notification of an ask decided elsewhere or expired.
@@ -139,6 +188,11 @@ func (n *Notifier) withdraw(ctx context.Context, approvalID string) {
 	n.mu.Lock()
 	id, ok := n.byID[approvalID]
 	delete(n.byID, approvalID)
+	for key, p := range n.keys {
+		if p.approvalID == approvalID {
+			delete(n.keys, key)
+		}
+	}
 	n.mu.Unlock()
 	if ok {
 		n.Bus.Object(busName, path).CallWithContext(ctx, iface+".CloseNotification", 0, id)
@@ -146,7 +200,11 @@ func (n *Notifier) withdraw(ctx context.Context, approvalID string) {
 	}
 }
 
-// clicks decides the approval an action names.
+// clicks decides the approval of a notification this notifier posted,
+// when the notification server says its action was invoked. Any other
+// ActionInvoked (from another connection: anything of the user's can
+// emit a signal on the session bus; for a notification it did not post;
+// with a key it did not give) decides nothing.
 func (n *Notifier) clicks(ctx context.Context, signals <-chan *dbus.Signal) {
 	for {
 		var s *dbus.Signal
@@ -155,24 +213,44 @@ func (n *Notifier) clicks(ctx context.Context, signals <-chan *dbus.Signal) {
 			return
 		case s = <-signals:
 		}
-		if s == nil || s.Name != iface+".ActionInvoked" || len(s.Body) != 2 {
+		if s == nil {
 			continue
 		}
-		key, _ := s.Body[1].(string)
-		decision, approvalID, ok := strings.Cut(key, ":")
-		if !ok || (decision != "approve" && decision != "deny") {
-			continue
-		}
-		_, err := n.Approver.Decide(ctx, approvalID, api.DecideRequest{Decision: decision, Reason: "from a desktop notification"})
-		var se *api.StatusError
 		switch {
-		case errors.As(err, &se):
-			n.logf("%s %s: nothing decided: %s", decision, approvalID, se.Err.Message)
-		case err != nil:
-			n.logf("%s %s: %v", decision, approvalID, err)
-		default:
-			n.logf("%s %s", map[string]string{"approve": "approved", "deny": "denied"}[decision], approvalID)
+		case s.Name == "org.freedesktop.DBus.NameOwnerChanged" && len(s.Body) == 3:
+			if name, _ := s.Body[0].(string); name == busName {
+				owner, _ := s.Body[2].(string)
+				n.mu.Lock()
+				n.owner = owner
+				n.mu.Unlock()
+			}
+		case s.Name == iface+".ActionInvoked" && len(s.Body) == 2:
+			n.click(ctx, s)
 		}
+	}
+}
+
+// click decides what one genuine click says.
+func (n *Notifier) click(ctx context.Context, s *dbus.Signal) {
+	id, _ := s.Body[0].(uint32)
+	key, _ := s.Body[1].(string)
+	n.mu.Lock()
+	owner, p := n.owner, n.keys[key]
+	n.mu.Unlock()
+	if s.Sender != owner || p == nil || p.id != 0 && p.id != id {
+		n.logf("ignored an ActionInvoked from %s (the notification service is %s) for notification %d: not a click on one of toolgate's", s.Sender, owner, id)
+		return
+	}
+	decision := p.decision
+	_, err := n.Approver.Decide(ctx, p.approvalID, api.DecideRequest{Decision: decision, Reason: "from a desktop notification"})
+	var se *api.StatusError
+	switch {
+	case errors.As(err, &se):
+		n.logf("%s %s: nothing decided: %s", decision, p.approvalID, se.Err.Message)
+	case err != nil:
+		n.logf("%s %s: %v", decision, p.approvalID, err)
+	default:
+		n.logf("%s %s", map[string]string{"approve": "approved", "deny": "denied"}[decision], p.approvalID)
 	}
 }
 

@@ -15,84 +15,15 @@ import (
 	"github.com/toolgate/toolgate/internal/gatetest"
 )
 
-// server is a notification server fixture on a real session bus: it
-// records Notify and CloseNotification and can emit ActionInvoked.
-type server struct {
-	conn    *dbus.Conn
-	actions bool
-	markup  bool // reads bodies as markup
-	mu      sync.Mutex
-	next    uint32
-	shown   map[uint32][]string // id -> actions
-	bodies  map[uint32]string
-	closed  chan uint32
-	notifed chan uint32
-}
-
-func (s *server) GetCapabilities() ([]string, *dbus.Error) {
-	caps := []string{"body"}
-	if s.actions {
-		caps = append(caps, "actions")
-	}
-	if s.markup {
-		caps = append(caps, "body-markup")
-	}
-	return caps, nil
-}
-
-func (s *server) Notify(app string, replaces uint32, icon, summary, body string, actions []string,
-	hints map[string]dbus.Variant, timeout int32) (uint32, *dbus.Error) {
-	s.mu.Lock()
-	s.next++
-	id := s.next
-	s.shown[id] = actions
-	s.bodies[id] = body
-	s.mu.Unlock()
-	s.notifed <- id
-	return id, nil
-}
-
-func (s *server) CloseNotification(id uint32) *dbus.Error {
-	s.closed <- id
-	return nil
-}
-
-func (s *server) GetServerInformation() (string, string, string, string, *dbus.Error) {
-	return "fixture", "toolgate", "1", "1.2", nil
-}
-
-func (s *server) click(t *testing.T, id uint32, key string) {
-	if err := s.conn.Emit(path, iface+".ActionInvoked", id, key); err != nil {
-		t.Fatal(err)
-	}
-}
+type server = dbustest.Notifications
 
 // sessionBus starts a real dbus-daemon --session for the test.
 func sessionBus(t *testing.T) string { return dbustest.SessionBus(t) }
 
-func connect(t *testing.T, addr string) *dbus.Conn {
-	t.Helper()
-	conn, err := dbus.Connect(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
-}
+func connect(t *testing.T, addr string) *dbus.Conn { return dbustest.Connect(t, addr) }
 
-// startServer exports the fixture on the bus, configured first: once it is
-// exported, the bus's goroutines read it.
 func startServer(t *testing.T, addr string, configure func(*server)) *server {
-	s := &server{conn: connect(t, addr), shown: map[uint32][]string{}, bodies: map[uint32]string{},
-		closed: make(chan uint32, 16), notifed: make(chan uint32, 16)}
-	configure(s)
-	if err := s.conn.Export(s, path, iface); err != nil {
-		t.Fatal(err)
-	}
-	if reply, err := s.conn.RequestName(busName, dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
-		t.Fatalf("own %s: %v %v", busName, reply, err)
-	}
-	return s
+	return dbustest.StartNotifications(t, addr, configure)
 }
 
 func receive[T any](t *testing.T, ch <-chan T, what string) T {
@@ -110,7 +41,7 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 // running starts a session bus, the notification server fixture, a daemon
 // with a session, and a Notifier, all for the length of the test.
 func running(t *testing.T, actions bool, timeout time.Duration, log io.Writer) (*server, *api.Client, *api.Client, string, context.Context) {
-	return runningWith(t, func(s *server) { s.actions = actions }, timeout, log)
+	return runningWith(t, func(s *server) { s.Actions = actions }, timeout, log)
 }
 
 func runningWith(t *testing.T, configure func(*server), timeout time.Duration, log io.Writer) (*server, *api.Client, *api.Client, string, context.Context) {
@@ -135,37 +66,36 @@ func TestNotifyApproveDenyWithdraw(t *testing.T) {
 
 	// Approve by clicking.
 	v := ask(t, gateClient, session, "t1")
-	id := receive(t, srv.notifed, "notification")
-	srv.mu.Lock()
-	actions := srv.shown[id]
-	srv.mu.Unlock()
-	if len(actions) != 4 || actions[0] != "approve:"+v.ApprovalID || actions[2] != "deny:"+v.ApprovalID {
-		t.Fatalf("actions %q", actions)
+	id := receive(t, srv.Notified, "notification")
+	actions := srv.Shown(id)
+	if len(actions) != 4 || actions[1] != "Approve" || actions[3] != "Deny" || actions[0] == actions[2] ||
+		strings.Contains(actions[0], v.ApprovalID) || len(actions[0]) < 32 {
+		t.Fatalf("actions %q: want two keys of its own, that do not name the approval", actions)
 	}
-	srv.click(t, id, "approve:"+v.ApprovalID)
+	srv.Click(t, id, actions[0])
 	if got, _ := gateClient.Wait(ctx, v.ApprovalID); got.Effect != "allow" || got.Source != "person" {
 		t.Fatalf("after Approve: %+v", got)
 	}
-	if closed := receive(t, srv.closed, "CloseNotification after the decision"); closed != id {
+	if closed := receive(t, srv.Closed, "CloseNotification after the decision"); closed != id {
 		t.Errorf("closed %d, want %d", closed, id)
 	}
 
 	// Deny by clicking.
 	v = ask(t, gateClient, session, "t2")
-	id = receive(t, srv.notifed, "notification")
-	srv.click(t, id, "deny:"+v.ApprovalID)
+	id = receive(t, srv.Notified, "notification")
+	srv.Click(t, id, srv.Action(id, "Deny"))
 	if got, _ := gateClient.Wait(ctx, v.ApprovalID); got.Effect != "deny" || got.ReasonCode != "user_denied" {
 		t.Fatalf("after Deny: %+v", got)
 	}
-	receive(t, srv.closed, "CloseNotification after the deny")
+	receive(t, srv.Closed, "CloseNotification after the deny")
 
 	// Decided elsewhere: the notification is withdrawn.
 	v = ask(t, gateClient, session, "t3")
-	id = receive(t, srv.notifed, "notification")
+	id = receive(t, srv.Notified, "notification")
 	if _, err := approver.Decide(ctx, v.ApprovalID, api.DecideRequest{Decision: "approve"}); err != nil {
 		t.Fatal(err)
 	}
-	if closed := receive(t, srv.closed, "CloseNotification after a decision in the CLI"); closed != id {
+	if closed := receive(t, srv.Closed, "CloseNotification after a decision in the CLI"); closed != id {
 		t.Errorf("closed %d, want %d", closed, id)
 	}
 }
@@ -174,13 +104,13 @@ func TestLateClickDecidesNothing(t *testing.T) {
 	log := &logLines{ch: make(chan string, 16)}
 	srv, gateClient, approver, session, ctx := running(t, true, 500*time.Millisecond, log)
 	v := ask(t, gateClient, session, "t1")
-	id := receive(t, srv.notifed, "notification")
+	id := receive(t, srv.Notified, "notification")
 	if got, _ := gateClient.Wait(ctx, v.ApprovalID); got.ReasonCode != "approval_expired" {
 		t.Fatalf("expiry: %+v", got)
 	}
-	receive(t, srv.closed, "CloseNotification after the expiry")
-	srv.click(t, id, "approve:"+v.ApprovalID) // too late
-	for line := receive(t, log.ch, "a log line"); !strings.Contains(line, "nothing decided"); line = receive(t, log.ch, "the refusal") {
+	receive(t, srv.Closed, "CloseNotification after the expiry")
+	srv.Click(t, id, srv.Action(id, "Approve")) // too late
+	for line := receive(t, log.ch, "a log line"); !strings.Contains(line, "ignored"); line = receive(t, log.ch, "the refusal") {
 	}
 	d, _ := approver.Approval(ctx, v.ApprovalID)
 	if d.Approval.Status != "expired" || d.Decision.Actor != "system:expiry" {
@@ -191,14 +121,12 @@ func TestLateClickDecidesNothing(t *testing.T) {
 func TestWithoutActionsSaysWhereToApprove(t *testing.T) {
 	srv, gateClient, _, session, _ := running(t, false, time.Hour, nil)
 	v := ask(t, gateClient, session, "t1")
-	id := receive(t, srv.notifed, "notification")
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	if len(srv.shown[id]) != 0 {
-		t.Errorf("actions offered to a server without them: %q", srv.shown[id])
+	id := receive(t, srv.Notified, "notification")
+	if len(srv.Shown(id)) != 0 {
+		t.Errorf("actions offered to a server without them: %q", srv.Shown(id))
 	}
-	if !strings.Contains(srv.bodies[id], "toolgate approve "+v.ApprovalID) {
-		t.Errorf("the notification does not say where to approve: %q", srv.bodies[id])
+	if !strings.Contains(srv.Body(id), "toolgate approve "+v.ApprovalID) {
+		t.Errorf("the notification does not say where to approve: %q", srv.Body(id))
 	}
 }
 
@@ -218,16 +146,14 @@ func (l *logLines) Write(p []byte) (int, error) {
 // A server that reads bodies as markup gets the model's input escaped: it
 // can never become a link or hide text in what a person decides by.
 func TestMarkupIsEscaped(t *testing.T) {
-	srv, gateClient, _, session, _ := runningWith(t, func(s *server) { s.actions, s.markup = true, true }, time.Hour, nil)
+	srv, gateClient, _, session, _ := runningWith(t, func(s *server) { s.Actions, s.Markup = true, true }, time.Hour, nil)
 	_, err := gateClient.Prompt(context.Background(), api.PromptRequest{SessionID: session, ToolName: "Bash", ToolUseID: "t1",
 		Input: json.RawMessage(`{"command":"rm -rf ~ <b>ls</b> <a href=\"https://x\">safe</a>"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := receive(t, srv.notifed, "notification")
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	if body := srv.bodies[id]; !strings.Contains(body, "rm -rf ~ &lt;b&gt;ls&lt;/b&gt; &lt;a href=&#34;https://x&#34;&gt;") {
+	id := receive(t, srv.Notified, "notification")
+	if body := srv.Body(id); !strings.Contains(body, "rm -rf ~ &lt;b&gt;ls&lt;/b&gt; &lt;a href=&#34;https://x&#34;&gt;") {
 		t.Errorf("body %q", body)
 	}
 }
@@ -236,7 +162,7 @@ func TestMarkupIsEscaped(t *testing.T) {
 // reports it.
 func TestProbe(t *testing.T) {
 	addr := sessionBus(t)
-	startServer(t, addr, func(s *server) { s.actions = true })
+	startServer(t, addr, func(s *server) { s.Actions = true })
 	svc, err := Probe(context.Background(), connect(t, addr))
 	if err != nil || svc.Name != "fixture" || svc.Version != "1" || !svc.Actions || svc.Markup {
 		t.Errorf("probe: %+v %v", svc, err)
@@ -290,7 +216,7 @@ func (a *away) back() {
 // snapshot no longer lists it. (It stayed on screen, clickable, before.)
 func TestWithdrawnWhenDecidedWhileAway(t *testing.T) {
 	addr := sessionBus(t)
-	srv := startServer(t, addr, func(s *server) { s.actions = true })
+	srv := startServer(t, addr, func(s *server) { s.Actions = true })
 	g := gatetest.Start(t, time.Hour)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -299,13 +225,49 @@ func TestWithdrawnWhenDecidedWhileAway(t *testing.T) {
 	go (&Notifier{Bus: connect(t, addr), Approver: a}).Run(ctx)
 
 	v := g.Ask(t, "t1")
-	id := receive(t, srv.notifed, "notification")
+	id := receive(t, srv.Notified, "notification")
 	a.cut()
 	if _, err := g.Approver.Decide(ctx, v.ApprovalID, api.DecideRequest{Decision: "approve"}); err != nil {
 		t.Fatal(err)
 	}
 	a.back()
-	if closed := receive(t, srv.closed, "CloseNotification after reconnecting"); closed != id {
+	if closed := receive(t, srv.Closed, "CloseNotification after reconnecting"); closed != id {
 		t.Errorf("closed %d, want %d", closed, id)
+	}
+}
+
+// Anything of the user's can emit a signal on the session bus, the model's
+// processes included (dbus-send): only the notification server's own
+// ActionInvoked, for a notification toolgate posted, with the key it gave,
+// is a click. (Before, any ActionInvoked naming "approve:ID" approved.)
+func TestForgedClicksDecideNothing(t *testing.T) {
+	log := &logLines{ch: make(chan string, 64)}
+	srv, gateClient, approver, session, ctx := running(t, true, time.Hour, log)
+	v := ask(t, gateClient, session, "t1")
+	id := receive(t, srv.Notified, "notification")
+	key := srv.Action(id, "Approve")
+	forger := connect(t, srv.Addr)
+	for _, tt := range []struct {
+		from *dbus.Conn
+		id   uint32
+		key  string
+	}{
+		{forger, id, key},                         // the right notification and key, from another connection
+		{forger, id, "approve:" + v.ApprovalID},   // the old format
+		{srv.Conn, id + 99, key},                  // a notification toolgate did not post
+		{srv.Conn, id, "approve:" + v.ApprovalID}, // a key toolgate did not give
+	} {
+		if err := tt.from.Emit(dbustest.NotificationsPath, dbustest.NotificationsIface+".ActionInvoked", tt.id, tt.key); err != nil {
+			t.Fatal(err)
+		}
+		for line := receive(t, log.ch, "a log line"); !strings.Contains(line, "ignored"); line = receive(t, log.ch, "the refusal") {
+		}
+	}
+	if d, _ := approver.Approval(ctx, v.ApprovalID); d.Approval.Status != "pending" {
+		t.Fatalf("a forged click decided: %+v", d)
+	}
+	srv.Click(t, id, key)
+	if got, _ := gateClient.Wait(ctx, v.ApprovalID); got.Effect != "allow" {
+		t.Fatalf("the genuine click: %+v", got)
 	}
 }
