@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -21,6 +22,7 @@ const (
 	// daemon opens the ledger.
 	RouteAuditVerify = "GET /v1/audit/verify"
 	RouteAuditExport = "GET /v1/audit/export"
+	RouteAuditEvent  = "GET /v1/audit/events/{seq}"
 	// On gate.sock: toolgate run waits there for a person's decision.
 	RouteWait      = "POST /v1/approvals/{id}/wait"
 	RouteClaudePID = "POST /v1/sessions/{id}/claude"
@@ -154,4 +156,10 @@ func (c *Client) ExportAudit(ctx context.Context, w io.Writer) error {
 		return &UnavailableError{SocketPath: c.SocketPath, Err: err}
 	}
 	return nil
+}
+
+// AuditEvent returns one event of the audit chain, as stored.
+func (c *Client) AuditEvent(ctx context.Context, seq uint64) (json.RawMessage, error) {
+	var e json.RawMessage
+	return e, c.do(ctx, "GET", "/v1/audit/events/"+strconv.FormatUint(seq, 10), nil, &e)
 }

@@ -57,7 +57,9 @@
 //	POST /v1/approvals/{id}/decide   DecideRequest -> ApprovalDetail
 //	GET  /v1/watch                   WatchEvent lines: a snapshot, then changes
 //	GET  /v1/audit/verify            VerifyResult of the whole audit chain
-//	GET  /v1/audit/export            the audit chain, one event a JSON line
+//	GET  /v1/audit/export            the audit chain, one event a JSON line, then
+//	                                 {"export": Exported}; the export is recorded first
+//	GET  /v1/audit/events/{seq}      one event of the chain, as stored
 package api
 
 // ProtocolVersion is the version of this protocol. History:

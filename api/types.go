@@ -99,12 +99,32 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 }
 
 // VerifyResult is what a walk of the audit chain found: how many events it
-// holds and the hash of the last, or the first broken link.
+// holds and the hash of the last, or the first broken link. For an export,
+// Export says which export it is, once the ledger confirms it.
 type VerifyResult struct {
 	Valid  bool        `json:"valid"`
 	Events uint64      `json:"events"`
 	Head   string      `json:"head,omitempty"` // the hash of the last event
 	Broken *ChainError `json:"broken,omitempty"`
+	Export *Exported   `json:"export,omitempty"`
+}
+
+// Exported is an export of the audit chain, as the ledger records it (an
+// "audit_exported" event) and as the export's last line repeats it: the
+// events it holds end at HeadSeq with HeadHash. It anchors an export: a
+// file cut short or rewritten no longer matches the ledger's record.
+type Exported struct {
+	Event      uint64    `json:"event"` // the seq of the ledger's audit_exported event
+	HeadSeq    uint64    `json:"head_seq"`
+	HeadHash   string    `json:"head_hash"`
+	ExportedAt time.Time `json:"exported_at"`
+	ByPID      int       `json:"by_pid,omitempty"`
+	ByExe      string    `json:"by_exe,omitempty"`
+}
+
+// ExportTrailer is the last line of an export: {"export": {...}}.
+type ExportTrailer struct {
+	Export Exported `json:"export"`
 }
 
 // ChainError is the first broken link of the audit chain.

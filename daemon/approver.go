@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/toolgate/toolgate/api"
@@ -20,6 +21,7 @@ func (d *Daemon) approverHandler() http.Handler {
 	mux.HandleFunc(api.RouteWatch, d.handleWatch)
 	mux.HandleFunc(api.RouteAuditVerify, d.handleAuditVerify)
 	mux.HandleFunc(api.RouteAuditExport, d.handleAuditExport)
+	mux.HandleFunc(api.RouteAuditEvent, d.handleAuditEvent)
 	return d.guard(mux)
 }
 
@@ -187,9 +189,27 @@ func (d *Daemon) handleAuditVerify(w http.ResponseWriter, r *http.Request) {
 // the first line can only cut the stream short: the client's verify of
 // the file then says where it ends.
 func (d *Daemon) handleAuditExport(w http.ResponseWriter, r *http.Request) {
+	p, _ := peerFrom(r.Context())
+	who := actorOf(p)
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	if err := d.ledger.Export(r.Context(), w); err != nil {
+	if err := d.ledger.Export(r.Context(), w, api.Incident{PID: p.PID, Exe: who.Exe}); err != nil {
 		d.log.Error("export the audit chain", "err", err)
 		panic(http.ErrAbortHandler) // the client must not take a cut stream for the whole
 	}
+}
+
+// handleAuditEvent answers one event of the audit chain, as stored: the
+// record of an export that audit verify --file checks a file against.
+func (d *Daemon) handleAuditEvent(w http.ResponseWriter, r *http.Request) {
+	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", "an event's seq is a number")
+		return
+	}
+	e, err := d.ledger.Event(r.Context(), seq)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, e)
 }

@@ -102,17 +102,46 @@ func (l *Ledger) Verify(ctx context.Context) (api.VerifyResult, error) {
 }
 
 // Export writes the audit chain as JSON lines, one event a line, exactly as
-// stored; VerifyExport checks such a file.
-func (l *Ledger) Export(ctx context.Context, w io.Writer) error {
+// stored, and ends with a trailer that anchors it: before it writes, it
+// records the export in the chain (an audit_exported event naming the
+// head it exports), and the trailer repeats that record. VerifyExport
+// checks a file's chain; the ledger's record of the export (Event) tells
+// whether the file was cut short or rewritten since.
+func (l *Ledger) Export(ctx context.Context, w io.Writer, by api.Incident) error {
+	rec, err := write(ctx, l, func(t *tx) (api.Exported, error) {
+		head, err := t.head()
+		if err != nil {
+			return api.Exported{}, err
+		}
+		rec := api.Exported{HeadSeq: head.Seq, HeadHash: head.Hash, ExportedAt: t.Now(), ByPID: by.PID, ByExe: by.Exe}
+		rec.Event = head.Seq + 1
+		return rec, t.event(KindAuditExported, "audit", rec)
+	})
+	if err != nil {
+		return err
+	}
 	bw := bufio.NewWriter(w)
-	err := l.store.Scan(ctx, eventPrefix, eventPrefix, func(_, val []byte) error {
+	err = l.store.Scan(ctx, eventPrefix, eventPrefix, func(key, val []byte) error {
+		if binary.BigEndian.Uint64(key[len(eventPrefix):]) > rec.HeadSeq {
+			return errExported
+		}
 		if _, err := bw.Write(val); err != nil {
 			return err
 		}
 		return bw.WriteByte('\n')
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errExported) {
 		return err
 	}
+	trailer, _ := json.Marshal(api.ExportTrailer{Export: rec})
+	bw.Write(append(trailer, '\n'))
 	return bw.Flush()
+}
+
+var errExported = errors.New("exported")
+
+// Event returns the audit event with seq, or ErrNotFound.
+func (l *Ledger) Event(ctx context.Context, seq uint64) (Event, error) {
+	var e Event
+	return e, l.read(eventKey(seq), &e)
 }

@@ -109,26 +109,86 @@ func TestVerifyFindsTheFirstBrokenLink(t *testing.T) {
 func TestExportAndVerifyExport(t *testing.T) {
 	l := fill(t, 5)
 	var buf bytes.Buffer
-	if err := l.Export(ctx, &buf); err != nil {
+	if err := l.Export(ctx, &buf, api.Incident{PID: 42}); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 5 {
-		t.Fatalf("%d lines", len(lines))
+	if len(lines) != 6 || !strings.HasPrefix(lines[5], `{"export":{"event":6,"head_seq":5,`) {
+		t.Fatalf("%d lines, the last %s", len(lines), lines[len(lines)-1])
 	}
-	res, err := VerifyExport(strings.NewReader(buf.String()))
-	if err != nil || res.Events != 5 {
-		t.Fatalf("%+v %v", res, err)
+	res, trailer, err := VerifyExport(strings.NewReader(buf.String()))
+	if err != nil || res.Events != 5 || trailer == nil || trailer.Event != 6 || trailer.ByPID != 42 {
+		t.Fatalf("%+v %+v %v", res, trailer, err)
 	}
-	lines[1], lines[2] = lines[2], lines[1]
-	_, err = VerifyExport(strings.NewReader(strings.Join(lines, "\n")))
+	recorded, err := l.Event(ctx, 6)
+	if err != nil || recorded.Kind != KindAuditExported {
+		t.Fatalf("the export's record: %+v %v", recorded, err)
+	}
+	if err := CheckExport(res, trailer, recorded); err != nil {
+		t.Errorf("a fresh export against its record: %v", err)
+	}
+	swapped := append([]string{}, lines...)
+	swapped[1], swapped[2] = swapped[2], swapped[1]
+	_, _, err = VerifyExport(strings.NewReader(strings.Join(swapped, "\n")))
 	if ce := chainError(t, err); ce.Seq != 2 {
 		t.Errorf("reordered export: %v", ce)
 	}
 	edited := strings.Replace(buf.String(), `"n":4`, `"n":5`, 1)
-	_, err = VerifyExport(strings.NewReader(edited))
+	_, _, err = VerifyExport(strings.NewReader(edited))
 	if ce := chainError(t, err); ce.Seq != 5 || ce.Problem != "modified" {
 		t.Errorf("edited export: %v", ce)
+	}
+}
+
+// An export's chain may be whole and still lie: cut short (and its last
+// line put back, or dropped), or rewritten and hashed again. Its own chain
+// cannot tell; the ledger's record of the export can.
+func TestCheckExportAgainstTheLedger(t *testing.T) {
+	l := fill(t, 5)
+	var buf bytes.Buffer
+	if err := l.Export(ctx, &buf, api.Incident{}); err != nil {
+		t.Fatal(err)
+	}
+	recorded, _ := l.Event(ctx, 6)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	check := func(text string) error {
+		res, trailer, err := VerifyExport(strings.NewReader(text))
+		if err != nil {
+			return err
+		}
+		return CheckExport(res, trailer, recorded)
+	}
+	cut := strings.Join(append(append([]string{}, lines[:3]...), lines[5]), "\n")
+	if ce := chainError(t, check(cut)); ce.Problem != "truncated" {
+		t.Errorf("a cut tail with the last line kept: %v", ce)
+	}
+	if ce := chainError(t, check(strings.Join(lines[:3], "\n"))); ce.Problem != "unanchored" {
+		t.Errorf("a cut tail without the last line: %v", ce)
+	}
+	// Rewrite every event (n -> n+100) and hash the chain again, as an
+	// attacker who knows the format can.
+	var out []string
+	var prev string
+	for _, line := range lines[:5] {
+		var e Event
+		json.Unmarshal([]byte(line), &e)
+		e.Data = json.RawMessage(strings.Replace(string(e.Data), `"n":`, `"n":10`, 1))
+		e.PrevHash = prev
+		e.Hash = e.Sum()
+		prev = e.Hash
+		b, _ := json.Marshal(e)
+		out = append(out, string(b))
+	}
+	trailer := strings.Replace(lines[5], recorded.Subject, recorded.Subject, 1)
+	var tr api.ExportTrailer
+	json.Unmarshal([]byte(trailer), &tr)
+	tr.Export.HeadHash = prev
+	b, _ := json.Marshal(tr)
+	if ce := chainError(t, check(strings.Join(append(out, string(b)), "\n"))); ce.Problem != "rewritten" {
+		t.Errorf("a chain rewritten and hashed again: %v", ce)
+	}
+	if ce := chainError(t, CheckExport(api.VerifyResult{Events: 5}, &api.Exported{Event: 3}, Event{Seq: 3, Kind: KindCallProposed})); ce.Problem != "unanchored" {
+		t.Errorf("a last line naming an event that is no export: %v", ce)
 	}
 }
 

@@ -87,22 +87,70 @@ func (c *ChainCheck) Result() api.VerifyResult {
 }
 
 // VerifyExport checks an exported chain read from r: the first broken
-// link comes back as a *ChainError.
-func VerifyExport(r io.Reader) (api.VerifyResult, error) {
+// link comes back as a *api.ChainError. It also returns the export's
+// trailer (nil without one: a file cut short, or made before exports were
+// anchored), which the ledger's own record of the export must match: that
+// is the caller's to check (CheckExport).
+func VerifyExport(r io.Reader) (api.VerifyResult, *api.Exported, error) {
 	var c ChainCheck
+	var trailer *api.Exported
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	for sc.Scan() {
+		if trailer != nil {
+			return api.VerifyResult{}, nil, &api.ChainError{Seq: c.seq + 1, Problem: "modified", Detail: "lines follow the export's last line"}
+		}
+		if t, ok := exportTrailer(sc.Bytes()); ok {
+			trailer = t
+			continue
+		}
 		var e Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return api.VerifyResult{}, &api.ChainError{Seq: c.seq + 1, Problem: "modified", Detail: "a line is not valid JSON"}
+			return api.VerifyResult{}, nil, &api.ChainError{Seq: c.seq + 1, Problem: "modified", Detail: "a line is not valid JSON"}
 		}
 		if err := c.Next(0, &e); err != nil {
-			return api.VerifyResult{}, err
+			return api.VerifyResult{}, nil, err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return api.VerifyResult{}, err
+		return api.VerifyResult{}, nil, err
 	}
-	return c.Result(), nil
+	return c.Result(), trailer, nil
+}
+
+// exportTrailer reads an export's last line.
+func exportTrailer(line []byte) (*api.Exported, bool) {
+	var t struct {
+		Export *api.Exported `json:"export"`
+	}
+	if json.Unmarshal(line, &t) != nil || t.Export == nil {
+		return nil, false
+	}
+	return t.Export, true
+}
+
+// CheckExport checks a verified export (res, its trailer) against the
+// ledger's record of that export (the audit_exported event the trailer
+// names): the file must hold exactly the events exported then, ending
+// with the head recorded then. A file whose tail was cut, or whose chain
+// was rewritten and hashed again, does not.
+func CheckExport(res api.VerifyResult, trailer *api.Exported, recorded Event) error {
+	if trailer == nil {
+		return &api.ChainError{Seq: res.Events + 1, Problem: "unanchored",
+			Detail: "the export has no last line naming its export: it was cut short, or made before exports were anchored"}
+	}
+	var rec api.Exported
+	if recorded.Kind != KindAuditExported || json.Unmarshal(recorded.Data, &rec) != nil || rec.Event != recorded.Seq {
+		return &api.ChainError{Seq: trailer.Event, Problem: "unanchored",
+			Detail: fmt.Sprintf("the ledger has no export at event %d", trailer.Event)}
+	}
+	switch {
+	case res.Events != rec.HeadSeq:
+		return &api.ChainError{Seq: min(res.Events, rec.HeadSeq) + 1, Problem: "truncated",
+			Detail: fmt.Sprintf("the ledger's export at event %d holds events 1 to %d; the file ends at %d", rec.Event, rec.HeadSeq, res.Events)}
+	case res.Head != rec.HeadHash:
+		return &api.ChainError{Seq: res.Events, Problem: "rewritten",
+			Detail: fmt.Sprintf("the file's chain does not end in the hash the ledger recorded when it exported it (event %d)", rec.Event)}
+	}
+	return nil
 }

@@ -21,5 +21,6 @@ const (
 	KindCallSeen           = "call_seen"
 	KindCallRepeated       = "call_repeated"
 	KindPolicyStored       = "policy_stored"
-	KindIncident           = "incident" // api.Incident: something refused as an attack or a mistake
+	KindIncident           = "incident"       // api.Incident: something refused as an attack or a mistake
+	KindAuditExported      = "audit_exported" // api.Exported: the chain was exported up to a head
 )

@@ -30,32 +30,34 @@ func exportOf(t *testing.T) string {
 		}
 	}
 	var buf bytes.Buffer
-	if err := l.Export(context.Background(), &buf); err != nil {
+	if err := l.Export(context.Background(), &buf, api.Incident{}); err != nil {
 		t.Fatal(err)
 	}
 	return buf.String()
 }
 
-func TestAuditVerifyFile(t *testing.T) {
+// The file's own chain, --offline (against the ledger's record of the
+// export, through the daemon: the end-to-end tests).
+func TestAuditVerifyFileOffline(t *testing.T) {
 	data := exportOf(t)
 	export := writeFile(t, "audit.jsonl", data)
-	if code, out, errOut := run(t, "", "audit", "verify", "--file", export); code != 0 || out != "" || errOut != "" {
+	if code, out, errOut := run(t, "", "audit", "verify", "--offline", "--file", export); code != 0 || out != "" || errOut != "" {
 		t.Fatalf("verify of a fresh export: %d %q %q", code, out, errOut)
 	}
-	code, out, _ := run(t, "", "audit", "verify", "--file", export, "--json")
+	code, out, _ := run(t, "", "audit", "verify", "--offline", "--file", export, "--json")
 	if code != 0 || !strings.Contains(out, `"valid": true`) || !strings.Contains(out, `"events": 3`) {
 		t.Fatalf("verify --json: %d %s", code, out)
 	}
 	tampered := writeFile(t, "tampered.jsonl", strings.Replace(data, `"command":"ls"`, `"command":"rm"`, 1))
-	code, _, errOut := run(t, "", "audit", "verify", "--file", tampered)
+	code, _, errOut := run(t, "", "audit", "verify", "--offline", "--file", tampered)
 	if code != exitDataErr || !strings.Contains(errOut, "audit chain broken at event 1 (modified)") {
 		t.Errorf("tampered export: %d %q", code, errOut)
 	}
-	code, out, _ = run(t, "", "audit", "verify", "--file", tampered, "--json")
+	code, out, _ = run(t, "", "audit", "verify", "--offline", "--file", tampered, "--json")
 	if code != exitDataErr || !strings.Contains(out, `"valid": false`) || !strings.Contains(out, `"problem": "modified"`) {
 		t.Errorf("tampered export, --json: %d %s", code, out)
 	}
-	if code, _, _ := run(t, "", "audit", "verify", "--file", filepath.Join(t.TempDir(), "none")); code != exitNoInput {
+	if code, _, _ := run(t, "", "audit", "verify", "--offline", "--file", filepath.Join(t.TempDir(), "none")); code != exitNoInput {
 		t.Errorf("missing file: %d", code)
 	}
 }
