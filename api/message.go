@@ -50,6 +50,10 @@ func explain(reason string) string {
 		return "it needs a person's approval and this run has no approver."
 	case ReasonQueueFull:
 		return "too many calls of this session are already waiting for a person."
+	case ReasonNotProposed:
+		return "it was never proposed to the gate's hook, so it cannot be asked about."
+	case ReasonToolgateGuard:
+		return "it touches the permission gate itself (its files, sockets, approvals, or Claude Code's settings), which no session may."
 	}
 	return "the policy forbids it."
 }

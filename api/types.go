@@ -41,6 +41,10 @@ type RegisterRequest struct {
 	// Contained says that the session's claude runs in a Landlock domain
 	// (every process it starts carries no_new_privs).
 	Contained bool `json:"contained,omitempty"`
+	// Protected are paths the session's tools must not touch, beside the
+	// daemon's own (the guard): the policy, Claude Code's configuration,
+	// the files toolgate run gives claude, the hook.
+	Protected []string `json:"protected,omitempty"`
 }
 
 // HookRequest forwards one Claude Code hook event, raw, with the session
@@ -62,6 +66,7 @@ type InstalledHook struct {
 	ApprovalTimeout Duration `json:"approval_timeout"` // how long a PermissionRequest waits for a person
 	ClaudePID       int      `json:"claude_pid,omitempty"`
 	Home            string   `json:"home,omitempty"`
+	ClaudeDir       string   `json:"claude_dir,omitempty"` // Claude Code's configuration: $CLAUDE_CONFIG_DIR or ~/.claude
 }
 
 // HookResponse answers a hook event. Verdict is nil for events that need no

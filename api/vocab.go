@@ -30,6 +30,8 @@ const (
 	ReasonGateUnavailable    = "gate_unavailable"
 	ReasonNoApprover         = "no_approver"
 	ReasonQueueFull          = "queue_full"
+	ReasonToolgateGuard      = "toolgate_guard" // a built-in rule: the session touched the gate itself
+	ReasonNotProposed        = "not_proposed"   // a permission prompt for a call the hook never proposed
 	// ReasonHandedToClaude: in a session with toolgate install's hook,
 	// nobody decided in toolgate before the hook had to answer, so Claude
 	// Code's own permission dialog decides; toolgate wrote nothing back.
@@ -46,6 +48,7 @@ const (
 	SourceLedger    = "ledger"
 	SourceGate      = "gate"
 	SourceClaude    = "claude" // Claude Code's own permission dialog
+	SourceGuard     = "guard"  // the built-in rules that protect the gate
 )
 
 // Statuses of an approval record. A record moves only from pending to one

@@ -27,6 +27,8 @@ func CheckArgs(args []string) error {
 		switch name {
 		case "--permission-prompt-tool":
 			return &ArgsError{"toolgate run provides --permission-prompt-tool itself; remove it from the claude arguments"}
+		case "--bare":
+			return &ArgsError{"--bare would drop toolgate's hooks: every call would reach the gate unrecorded; remove it"}
 		case "--dangerously-skip-permissions", "--allow-dangerously-skip-permissions":
 			return &ArgsError{fmt.Sprintf("%s would let calls run without the gate; remove it", name)}
 		case "--permission-mode":

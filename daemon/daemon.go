@@ -31,6 +31,9 @@ type Config struct {
 	// Ready, when set, receives one line once the daemon accepts
 	// connections (toolgate run waits on it when it starts a daemon).
 	Ready io.Writer
+	// ConfigDir is toolgate's configuration directory, which sessions must
+	// not touch ($XDG_CONFIG_HOME/toolgate).
+	ConfigDir string
 }
 
 // Daemon is the gate daemon: the only process that opens the ledger.
@@ -84,7 +87,8 @@ func Serve(ctx context.Context, cfg Config) error {
 		gateLn.Close()
 		return err
 	}
-	d := &Daemon{cfg: cfg, log: log, ledger: l, sessions: newSessions(l)}
+	exe, _ := os.Executable()
+	d := &Daemon{cfg: cfg, log: log, ledger: l, sessions: newSessions(l, policy.GuardPaths{Gate: cfg.Paths, ConfigDir: cfg.ConfigDir, Exe: exe})}
 	d.gate = &gate{ledger: l, sessions: d.sessions, log: log, broker: newBroker(), rearmc: make(chan struct{}, 1)}
 	d.lastSeen.Store(time.Now().UnixNano())
 	if err := d.sessions.loadActive(ctx); err != nil {
@@ -417,7 +421,8 @@ func (d *Daemon) handlePrompt(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", "tool_use_id, tool_name and input are required")
 		return
 	}
-	v, err := d.gate.prompt(r.Context(), s, api.Call{ToolUseID: req.ToolUseID, ToolName: req.ToolName, Input: req.Input})
+	p, _ := peerFrom(r.Context())
+	v, err := d.gate.prompt(r.Context(), s, api.Call{ToolUseID: req.ToolUseID, ToolName: req.ToolName, Input: req.Input}, p.PID)
 	if err != nil {
 		d.fail(w, r, err)
 		return

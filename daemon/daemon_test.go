@@ -124,12 +124,22 @@ func TestDaemonDecides(t *testing.T) {
 	if err != nil || v.Effect != "ask" || !strings.HasPrefix(v.ApprovalID, "apr_") || v.ExpiresAt == nil {
 		t.Errorf("prompt on an ask: %+v %v", v, err)
 	}
-	v, err = c.Prompt(ctx, api.PromptRequest{SessionID: sid, ToolName: "Bash", ToolUseID: "t9", Input: json.RawMessage(`{"command":"ls"}`)})
+	if _, err := c.Hook(ctx, api.HookRequest{SessionID: sid, Event: pre("t6", "Bash", `{"command":"ls"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	v, err = c.Prompt(ctx, api.PromptRequest{SessionID: sid, ToolName: "Bash", ToolUseID: "t6", Input: json.RawMessage(`{"command":"ls"}`)})
 	if err != nil || v.Effect != "allow" || string(v.UpdatedInput) != `{"command":"ls"}` {
+		t.Errorf("prompt on a call the hook allowed: %+v %v", v, err)
+	}
+	// toolgate run's hook proposes every call before Claude Code asks the
+	// prompt tool: a prompt for a call never proposed comes from whatever
+	// read the tool's token, and is denied.
+	v, err = c.Prompt(ctx, api.PromptRequest{SessionID: sid, ToolName: "Bash", ToolUseID: "t9", Input: json.RawMessage(`{"command":"ls"}`)})
+	if err != nil || v.Effect != "deny" || v.ReasonCode != api.ReasonNotProposed {
 		t.Errorf("prompt on a call the hook never saw: %+v %v", v, err)
 	}
 	calls, err := c.SessionCalls(ctx, sid)
-	if err != nil || len(calls) != 6 {
+	if err != nil || len(calls) != 7 {
 		t.Fatalf("calls: %d %v", len(calls), err)
 	}
 }

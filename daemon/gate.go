@@ -120,7 +120,15 @@ func answer(v api.Verdict) api.Verdict {
 // call (deciding it now if the hook never saw it), with the input to run on
 // allow. An ask becomes an approval record; the verdict then says ask,
 // with the approval's id, and the caller waits for it (wait).
-func (g *gate) prompt(ctx context.Context, s *gateSession, c api.Call) (api.Verdict, error) {
+func (g *gate) prompt(ctx context.Context, s *gateSession, c api.Call, caller int) (api.Verdict, error) {
+	if !s.settings.Installed {
+		// toolgate run's hook proposes every call before Claude Code asks
+		// the prompt tool about it: a prompt for a call never proposed
+		// comes from something else holding the tool's token.
+		if _, err := g.ledger.Call(ctx, c.ToolUseID); errors.Is(err, ledger.ErrNotFound) {
+			return g.notProposed(ctx, s, c, caller)
+		}
+	}
 	v, err := g.decide(ctx, s, c, false)
 	if err != nil {
 		return api.Verdict{}, err
@@ -130,6 +138,23 @@ func (g *gate) prompt(ctx context.Context, s *gateSession, c api.Call) (api.Verd
 	}
 	if v.Effect == api.EffectAllow {
 		v.UpdatedInput = c.Input
+	}
+	g.writeBack(ctx, c.ToolUseID, v)
+	return v, nil
+}
+
+// notProposed denies, records and reports a prompt for a call the hook
+// never proposed.
+func (g *gate) notProposed(ctx context.Context, s *gateSession, c api.Call, caller int) (api.Verdict, error) {
+	v := api.Deny(api.ReasonNotProposed, api.SourceGate)
+	c.SessionID = s.rec.ID
+	if _, _, err := g.ledger.Record(ctx, c, v, false); err != nil && !ledger.IsConflict(err) {
+		return api.Verdict{}, err
+	}
+	g.log.Warn("a permission prompt for a call the hook never proposed", "tool_use_id", c.ToolUseID, "session", s.rec.ID, "pid", caller)
+	if err := g.ledger.RecordIncident(ctx, c.ToolUseID, api.Incident{What: api.ReasonNotProposed, PID: caller,
+		Detail: "permission_prompt for a call the hook never proposed"}); err != nil {
+		g.log.Error("record an incident", "err", err)
 	}
 	g.writeBack(ctx, c.ToolUseID, v)
 	return v, nil

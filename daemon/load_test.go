@@ -108,7 +108,7 @@ func TestToolInputCannotChangeADecision(t *testing.T) {
 		{`{"command":"rm ` + long + `"}`, "deny", "deny-rm"},
 		{`{"command":"ls","note":"{\"version\":1,\"default\":\"deny\",\"rules\":[]}"}`, "allow", "allow-ls"},
 		{`{"command":"ls ` + long + `"}`, "allow", "allow-ls"},
-		{`{"command":"toolgate approve apr_X; ls"}`, "ask", ""},
+		{`{"command":"toolgate approve apr_X; ls"}`, "deny", "toolgate-guard-commands"}, // the guard, before the policy
 	}
 	for i, tt := range tests {
 		resp, err := c.Hook(ctx, api.HookRequest{SessionID: sid, Event: pre(fmt.Sprintf("t%d", i), "Bash", tt.input)})

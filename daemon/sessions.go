@@ -29,6 +29,8 @@ type sessionSettings struct {
 	// Contained: the session's claude runs in a Landlock domain (toolgate
 	// run --containment), so that its processes carry no_new_privs.
 	Contained bool `json:"contained,omitempty"`
+	// Guard is what the session's tools must never touch.
+	Guard *policy.Guard `json:"guard,omitempty"`
 	// Installed marks a session of Claude Code's own, gated by the hook
 	// toolgate install puts in its settings: its asks go through the
 	// PermissionRequest hook, wait at most ApprovalTimeout, and are handed
@@ -54,13 +56,14 @@ type gateSession struct {
 // cache (after a restart) is loaded from the ledger.
 type sessions struct {
 	ledger    *ledger.Ledger
+	guard     policy.GuardPaths // what every session's guard protects
 	mu        sync.Mutex
 	byID      map[string]*gateSession
 	installMu sync.Mutex // serializes the registration of installed hooks' sessions
 }
 
-func newSessions(l *ledger.Ledger) *sessions {
-	return &sessions{ledger: l, byID: map[string]*gateSession{}}
+func newSessions(l *ledger.Ledger, guard policy.GuardPaths) *sessions {
+	return &sessions{ledger: l, guard: guard, byID: map[string]*gateSession{}}
 }
 
 // errUnknownSession is a session id the ledger does not know.
@@ -103,8 +106,9 @@ func newGateSession(rec api.Session, settings sessionSettings, doc []byte) (*gat
 	if err != nil {
 		return nil, err
 	}
-	return &gateSession{rec: rec, settings: settings,
-		decider: policy.NewSession(p, settings.Tools, rec.Cwd, settings.Home)}, nil
+	decider := policy.NewSession(p, settings.Tools, rec.Cwd, settings.Home)
+	decider.Guard = settings.Guard
+	return &gateSession{rec: rec, settings: settings, decider: decider}, nil
 }
 
 // register records a new session of toolgate run, owned by the process
@@ -114,7 +118,8 @@ func (ss *sessions) register(ctx context.Context, id string, r api.RegisterReque
 		r.SupervisorPID = owner
 	}
 	settings := sessionSettings{PolicyName: r.PolicyName, ApprovalTimeout: r.ApprovalTimeout, OnAsk: r.OnAsk,
-		Home: r.Home, SupervisorPID: r.SupervisorPID, OwnerPID: owner, Tools: r.Tools, Contained: r.Contained}
+		Home: r.Home, SupervisorPID: r.SupervisorPID, OwnerPID: owner, Tools: r.Tools, Contained: r.Contained,
+		Guard: ss.guardFor(r.Cwd, "", r.Protected...)}
 	return ss.start(ctx, api.Session{ID: id, Cwd: r.Cwd}, settings, r.Policy)
 }
 
@@ -286,4 +291,12 @@ func (s *gateSession) owns(pid int) bool {
 		return s.rec.ClaudePID > 0 && claudeOf(pid, s.rec.ClaudePID) == s.rec.ClaudePID
 	}
 	return pid > 0 && pid == s.settings.OwnerPID
+}
+
+// guardFor is the guard of a session in project, with Claude Code's
+// configuration in claudeDir (when the caller knows it) and extra paths.
+func (ss *sessions) guardFor(project, claudeDir string, extra ...string) *policy.Guard {
+	gp := ss.guard
+	gp.Project, gp.ClaudeDir, gp.Extra = project, claudeDir, extra
+	return policy.NewGuard(gp)
 }

@@ -125,11 +125,12 @@ const runTimeout = 2 * time.Minute
 
 // runArgs configure one run.
 type runArgs struct {
-	script    []modelscript.Step
-	policy    string   // the policy document
-	mcp       string   // the --mcp-config value for the user's servers, if any
-	toolgate  []string // extra toolgate run flags
-	claudeEnv []string
+	script     []modelscript.Step
+	policy     string   // the policy document
+	policyFile string   // where it is written (a temporary file when "")
+	mcp        string   // the --mcp-config value for the user's servers, if any
+	toolgate   []string // extra toolgate run flags
+	claudeEnv  []string
 	// stderrLines, when set, also receives toolgate run's stderr.
 	stderrLines io.Writer
 }
@@ -158,6 +159,9 @@ func (w *world) start(a runArgs) (*exec.Cmd, *result, func(*exec.Cmd) result) {
 	w.t.Cleanup(func() { model.Close() })
 	dir := w.t.TempDir()
 	policyFile := filepath.Join(dir, "policy.json")
+	if a.policyFile != "" {
+		policyFile = a.policyFile
+	}
 	if err := os.WriteFile(policyFile, []byte(a.policy), 0o600); err != nil {
 		w.t.Fatal(err)
 	}

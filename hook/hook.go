@@ -157,8 +157,12 @@ func parseFlags(p Process) (*api.InstalledHook, error) {
 		return nil, fmt.Errorf("--approval-timeout must be positive")
 	}
 	pid, _ := strconv.Atoi(p.Getenv("CLAUDE_PID"))
+	claudeDir := p.Getenv("CLAUDE_CONFIG_DIR")
+	if claudeDir == "" && p.Getenv("HOME") != "" {
+		claudeDir = filepath.Join(p.Getenv("HOME"), ".claude")
+	}
 	return &api.InstalledHook{PolicyPath: *policy, ApprovalTimeout: api.Duration(*timeout), ClaudePID: pid,
-		Home: p.Getenv("HOME")}, nil
+		Home: p.Getenv("HOME"), ClaudeDir: claudeDir}, nil
 }
 
 // ask forwards the event to the daemon. An installed hook that finds no

@@ -2,7 +2,6 @@ package notify
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"strings"
 	"sync"
@@ -147,11 +146,7 @@ func (l *logLines) Write(p []byte) (int, error) {
 // can never become a link or hide text in what a person decides by.
 func TestMarkupIsEscaped(t *testing.T) {
 	srv, gateClient, _, session, _ := runningWith(t, func(s *server) { s.Actions, s.Markup = true, true }, time.Hour, nil)
-	_, err := gateClient.Prompt(context.Background(), api.PromptRequest{SessionID: session, ToolName: "Bash", ToolUseID: "t1",
-		Input: json.RawMessage(`{"command":"rm -rf ~ <b>ls</b> <a href=\"https://x\">safe</a>"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	(&gatetest.Gate{Client: gateClient, Session: session}).AskFor(t, "t1", `{"command":"rm -rf ~ <b>ls</b> <a href=\"https://x\">safe</a>"}`)
 	id := receive(t, srv.Notified, "notification")
 	if body := srv.Body(id); !strings.Contains(body, "rm -rf ~ &lt;b&gt;ls&lt;/b&gt; &lt;a href=&#34;https://x&#34;&gt;") {
 		t.Errorf("body %q", body)

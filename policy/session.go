@@ -14,6 +14,9 @@ import (
 type Session struct {
 	Policy    *Policy
 	Cwd, Home string
+	// Guard is checked before anything else; nil guards nothing (policy
+	// test on its own).
+	Guard *Guard
 
 	discovered   *SchemaSet
 	requiresUser map[string]bool
@@ -54,12 +57,19 @@ func compileEach(schemas map[string]json.RawMessage) *SchemaSet {
 }
 
 // Evaluate decides one call on its own merits, as the gate does before it
-// records the call: a tool that needs a person at the interactive UI is
-// denied requires_user_interaction; input that fails the tool's schema
+// records the call: what the guard forbids is denied toolgate_guard; a tool
+// that needs a person at the interactive UI is denied
+// requires_user_interaction; input that fails the tool's schema
 // (the policy's own, else the one its MCP server published) is denied
 // schema_invalid; then the rules decide. It is pure: the same session and
 // call always get the same verdict.
 func (s *Session) Evaluate(tool string, input []byte) api.Verdict {
+	if rule, _, denied := s.Guard.check(Call{Tool: tool, Input: input, Cwd: s.Cwd, Home: s.Home}); denied {
+		// The model is not told which of the gate's paths it named.
+		v := api.Verdict{Effect: api.EffectDeny, RuleID: rule, ReasonCode: api.ReasonToolgateGuard, Source: api.SourceGuard}
+		v.Message = api.DenyMessage(v, "")
+		return v
+	}
 	if s.requiresUser[tool] {
 		return api.Deny(api.ReasonRequiresUser, api.SourceDowngrade)
 	}
@@ -88,4 +98,29 @@ func (e *SchemaError) Detail() string {
 		where = "the input"
 	}
 	return fmt.Sprintf("%s: %s.", where, e.Msg)
+}
+
+// Explain decides like Evaluate and says why: the guard's rules first,
+// then every rule of the policy in evaluation order.
+func (s *Session) Explain(tool string, input []byte) (api.Verdict, []Trace) {
+	c := Call{Tool: tool, Input: input, Cwd: s.Cwd, Home: s.Home}
+	rule, why, denied := s.Guard.check(c)
+	var traces []Trace
+	if s.Guard != nil {
+		for _, id := range []string{GuardFiles, GuardCommands} {
+			t := Trace{RuleID: id, Effect: api.EffectDeny, Why: "built in: no session may touch toolgate or Claude Code's settings"}
+			if id == rule {
+				t.Matched, t.Why = true, why
+			}
+			traces = append(traces, t)
+		}
+	}
+	if denied {
+		return s.Evaluate(tool, input), traces
+	}
+	v, more := s.Policy.Explain(c)
+	if rest := s.Evaluate(tool, input); rest.Source != api.SourcePolicy {
+		v = rest // a schema or a tool that needs a person decided first
+	}
+	return v, append(traces, more...)
 }

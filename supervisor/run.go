@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -86,9 +87,16 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if r.timeout <= 0 {
 		r.timeout = api.DefaultApprovalTimeout
 	}
+	// What toolgate gives claude (its settings, the prompt tool's token)
+	// lives in a private directory the session's tools may not touch.
+	if r.files, err = os.MkdirTemp("", "toolgate-run-"); err != nil {
+		return Report{}, err
+	}
+	defer os.RemoveAll(r.files)
 	sess, err := r.client.Register(ctx, api.RegisterRequest{Policy: doc, PolicyName: cfg.PolicyPath,
 		ApprovalTimeout: api.Duration(r.timeout), OnAsk: cfg.OnAsk, Cwd: cfg.Cwd, Home: cfg.Home,
-		SupervisorPID: os.Getpid(), Tools: tools, Contained: level.Contained()})
+		SupervisorPID: os.Getpid(), Tools: tools, Contained: level.Contained(),
+		Protected: []string{cfg.PolicyPath, r.files, cfg.Hook, cfg.Self, claudeDir(cfg)}})
 	if err != nil {
 		return Report{}, &UnavailableError{fmt.Errorf("register the session: %w", err)}
 	}
@@ -113,6 +121,7 @@ type runner struct {
 	session string
 	timeout time.Duration
 	spool   string
+	files   string // the private directory of claude's settings and MCP configuration
 
 	mu       sync.Mutex
 	child    *child              // claude, once started
@@ -124,11 +133,6 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	if err := becomeSubreaper(); err != nil {
 		r.log.Warn("not a child subreaper: processes the model detaches leave the session's parent chain", "err", err)
 	}
-	tmp, err := os.MkdirTemp("", "toolgate-run-")
-	if err != nil {
-		return Report{}, err
-	}
-	defer os.RemoveAll(tmp)
 	host, err := prompttool.Listen(&promptDecider{r: r}, r.cfg.Version)
 	if err != nil {
 		return Report{}, &UnavailableError{err}
@@ -137,7 +141,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	// The spool stays until the daemon has put it in the ledger (it does
 	// when the session ends, or when it starts again).
 	r.spool = r.cfg.Paths.SpoolFile(r.session)
-	args, err := r.claudeArgs(tmp, host)
+	args, err := r.claudeArgs(r.files, host)
 	if err != nil {
 		return Report{}, err
 	}
@@ -261,4 +265,18 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	}
 	fmt.Fprintln(r.cfg.Stderr, report.Summary())
 	return report
+}
+
+// claudeDir is Claude Code's configuration directory for claude's
+// environment: $CLAUDE_CONFIG_DIR, or ~/.claude.
+func claudeDir(cfg RunConfig) string {
+	for i := len(cfg.Env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(cfg.Env[i], "CLAUDE_CONFIG_DIR="); ok && v != "" {
+			return v
+		}
+	}
+	if cfg.Home == "" {
+		return ""
+	}
+	return filepath.Join(cfg.Home, ".claude")
 }

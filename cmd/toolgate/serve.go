@@ -56,10 +56,11 @@ EXIT STATUS
 				debug.SetMemoryLimit(daemonMemoryLimit)
 			}
 			cfg := daemon.Config{
-				Paths:    gatePaths(cliCtx.String("ledger")),
-				Logger:   slog.New(slog.NewTextHandler(cliCtx.App.ErrWriter, nil)),
-				Version:  version,
-				IdleExit: cliCtx.Duration("idle-exit"),
+				Paths:     gatePaths(cliCtx.String("ledger")),
+				Logger:    slog.New(slog.NewTextHandler(cliCtx.App.ErrWriter, nil)),
+				Version:   version,
+				IdleExit:  cliCtx.Duration("idle-exit"),
+				ConfigDir: xdgDir("XDG_CONFIG_HOME", ".config"),
 			}
 			if fd := cliCtx.Int("ready-fd"); fd > 0 {
 				ready := os.NewFile(uintptr(fd), "ready")

@@ -61,12 +61,23 @@ func Start(t *testing.T, timeout time.Duration) *Gate {
 	return g
 }
 
-// Ask makes the session ask about one call (git push) through the prompt
-// tool's route, and returns the verdict: an ask with its approval's id.
+// Ask makes the session ask about one call (git push), as Claude Code
+// would: its PreToolUse hook, then the prompt tool. It returns the
+// prompt's verdict: an ask with its approval's id.
 func (g *Gate) Ask(t *testing.T, toolUseID string) api.Verdict {
 	t.Helper()
+	return g.AskFor(t, toolUseID, `{"command":"git push"}`)
+}
+
+// AskFor is Ask for a Bash call with this input.
+func (g *Gate) AskFor(t *testing.T, toolUseID, input string) api.Verdict {
+	t.Helper()
+	event := `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":` + input + `,"tool_use_id":"` + toolUseID + `"}`
+	if _, err := g.Client.Hook(context.Background(), api.HookRequest{SessionID: g.Session, Event: json.RawMessage(event)}); err != nil {
+		t.Fatalf("PreToolUse: %v", err)
+	}
 	v, err := g.Client.Prompt(context.Background(), api.PromptRequest{SessionID: g.Session, ToolName: "Bash", ToolUseID: toolUseID,
-		Input: json.RawMessage(`{"command":"git push"}`)})
+		Input: json.RawMessage(input)})
 	if err != nil || v.Effect != api.EffectAsk {
 		t.Fatalf("ask: %+v %v", v, err)
 	}

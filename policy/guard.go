@@ -1,0 +1,221 @@
+package policy
+
+import (
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/api"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Guard is the deny rules every session gets before its policy's own,
+// which no allow of the policy can loosen: what a session must never do to
+// the gate itself. A model that could rewrite the policy, replace the hook
+// or the daemon, edit Claude Code's settings, talk to the gate's sockets,
+// forge a desktop click or schedule a command to run after the session
+// would not be gated for long.
+type Guard struct {
+	// Protected are files and directories no tool of the session may
+	// write, edit or read: toolgate's runtime, state and config
+	// directories, its binaries, the session's policy, the files
+	// toolgate run gives claude, and Claude Code's settings files.
+	Protected []string `json:"protected"`
+	// Sockets are the gate's socket directory: no command may name it.
+	Sockets string `json:"sockets,omitempty"`
+}
+
+// Guard rules, as explain shows them and verdicts name them.
+const (
+	GuardFiles    = "toolgate-guard-files"    // a tool names a protected path
+	GuardCommands = "toolgate-guard-commands" // a command talks to the gate, decides, or schedules
+)
+
+// guardDecisions are the toolgate subcommands a session must not run.
+var guardDecisions = map[string]bool{"approve": true, "deny": true, "serve": true, "install": true,
+	"uninstall": true, "contain": true, "notify": true, "watch": true}
+
+// guardPrograms are programs that run a command later, outside the session
+// (and its containment): what the model schedules could approve its calls.
+var guardPrograms = map[string]bool{"crontab": true, "at": true, "batch": true, "systemd-run": true}
+
+// check is the guard's verdict on a call, with the rule that denied it
+// and why; ok is false when the guard lets the call through to the policy.
+func (g *Guard) check(c Call) (rule, why string, denied bool) {
+	if g == nil {
+		return "", "", false
+	}
+	in := gjson.ParseBytes(c.Input)
+	for _, key := range []string{"file_path", "notebook_path", "path"} {
+		if p := in.Get(key); p.Type == gjson.String {
+			if hit := g.protects(normalizePath(p.Str, c)); hit != "" {
+				return GuardFiles, key + " " + p.Str + " is under " + hit + ", which no session may touch", true
+			}
+		}
+	}
+	if c.Tool == "Bash" {
+		if why := g.command(in.Get("command").String(), c); why != "" {
+			return GuardCommands, why, true
+		}
+	}
+	return "", "", false
+}
+
+// protects returns the protected path p is (or is under), symbolic links
+// resolved as far as they exist, or "".
+func (g *Guard) protects(p string) string {
+	for _, candidate := range []string{p, resolve(p)} {
+		for _, prot := range g.Protected {
+			if candidate == prot || strings.HasPrefix(candidate, strings.TrimSuffix(prot, "/")+"/") {
+				return prot
+			}
+		}
+	}
+	return ""
+}
+
+// resolve resolves the symbolic links of the longest part of p that exists.
+func resolve(p string) string {
+	rest := ""
+	for dir := p; dir != "/" && dir != "."; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return path.Join(real, rest)
+		}
+		rest = path.Join(filepath.Base(dir), rest)
+	}
+	return p
+}
+
+// command says why a Bash command is one a session must not run, or "".
+// It reads the words it can resolve (quotes removed) and, as a net under
+// them, the raw text: a name of the gate's sockets or of a D-Bus click in
+// it is enough.
+func (g *Guard) command(script string, c Call) string {
+	for _, s := range []string{"gate.sock", "approve.sock", "gate.lock", "ActionInvoked"} {
+		if strings.Contains(script, s) {
+			return "the command names " + s
+		}
+	}
+	if g.Sockets != "" && strings.Contains(script, g.Sockets) {
+		return "the command names the gate's socket directory"
+	}
+	f, err := syntax.NewParser().Parse(strings.NewReader(script), "")
+	if err != nil {
+		return ""
+	}
+	why := ""
+	syntax.Walk(f, func(node syntax.Node) bool {
+		switch n := node.(type) {
+		case *syntax.CallExpr:
+			why = g.call(n.Args, c)
+		case *syntax.Redirect:
+			if w := guardWord(n.Word); w != "" {
+				if hit := g.protects(normalizePath(w, c)); hit != "" {
+					why = "a redirection names " + w + ", under " + hit
+				}
+			}
+		}
+		return why == ""
+	})
+	return why
+}
+
+// call says why one simple command must not run, or "".
+func (g *Guard) call(args []*syntax.Word, c Call) string {
+	words := make([]string, len(args))
+	for i, a := range args {
+		words[i] = guardWord(a)
+	}
+	for i, w := range words {
+		if w == "" {
+			continue
+		}
+		name := filepath.Base(w)
+		if i == 0 && guardPrograms[name] {
+			return name + " runs a command after the session, outside it"
+		}
+		if name == "toolgate" && i+1 < len(words) && guardDecisions[words[i+1]] {
+			return "toolgate " + words[i+1] + " is for a person outside the session"
+		}
+		if strings.Contains(w, "/") || strings.HasPrefix(w, "~") {
+			if hit := g.protects(normalizePath(w, c)); hit != "" {
+				return "the command names " + w + ", under " + hit
+			}
+		}
+	}
+	return ""
+}
+
+// guardWord is a word's value when it is known without running anything
+// (quotes removed), or "".
+func guardWord(w *syntax.Word) string {
+	if w == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			b.WriteString(p.Value)
+		case *syntax.SglQuoted:
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				lit, ok := q.(*syntax.Lit)
+				if !ok {
+					return ""
+				}
+				b.WriteString(lit.Value)
+			}
+		default:
+			return ""
+		}
+	}
+	return b.String()
+}
+
+// GuardPaths are what a guard protects for one session.
+type GuardPaths struct {
+	Gate      api.Paths // toolgate's runtime and state directories, and its ledger
+	ConfigDir string    // toolgate's configuration ($XDG_CONFIG_HOME/toolgate)
+	Exe       string    // the toolgate executable; its hook beside it
+	ClaudeDir string    // Claude Code's configuration (~/.claude, CLAUDE_CONFIG_DIR)
+	Project   string    // the session's project: its .claude settings
+	Extra     []string  // the session's policy file, what toolgate run gives claude
+}
+
+// NewGuard is the guard of a session with these paths, and of Claude
+// Code's managed settings (/etc/claude-code).
+func NewGuard(gp GuardPaths) *Guard {
+	g := &Guard{Sockets: gp.Gate.RuntimeDir}
+	add := func(p string) {
+		if p == "" {
+			return
+		}
+		p = path.Clean(p)
+		g.Protected = append(g.Protected, p)
+		if real := resolve(p); real != p {
+			g.Protected = append(g.Protected, real)
+		}
+	}
+	for _, p := range []string{gp.Gate.RuntimeDir, gp.Gate.StateDir, gp.Gate.LedgerDir(), gp.ConfigDir, "/etc/claude-code"} {
+		add(p)
+	}
+	if gp.Exe != "" {
+		add(gp.Exe)
+		add(filepath.Join(filepath.Dir(gp.Exe), "toolgate-hook"))
+	}
+	if gp.ClaudeDir != "" {
+		add(filepath.Join(gp.ClaudeDir, "settings.json"))
+		add(filepath.Join(gp.ClaudeDir, "settings.local.json"))
+	}
+	if gp.Project != "" {
+		add(filepath.Join(gp.Project, ".claude", "settings.json"))
+		add(filepath.Join(gp.Project, ".claude", "settings.local.json"))
+	}
+	for _, p := range gp.Extra {
+		add(p)
+	}
+	return g
+}
