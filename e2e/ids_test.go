@@ -75,7 +75,13 @@ func TestDaemonGoneFailsClosed(t *testing.T) {
 			if !waitGone(st.PID, 10*time.Second) {
 				t.Error("the daemon did not die")
 			}
-			held, err = ledger.Open(w.paths().LedgerDir(), ledger.Options{})
+			// A killed process is a zombie before its last thread has
+			// let go of its files: the ledger's lock goes a moment later.
+			deadline := time.Now().Add(10 * time.Second)
+			for held, err = ledger.Open(w.paths().LedgerDir(), ledger.Options{}); ledger.IsLocked(err) && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+				held, err = ledger.Open(w.paths().LedgerDir(), ledger.Options{})
+			}
 			if err != nil {
 				t.Errorf("take the ledger: %v", err)
 			}

@@ -69,6 +69,10 @@ func TestCrashStorm(t *testing.T) {
 	for i := range 5 {
 		id := fmt.Sprintf("toolu_storm_ask_%d", i)
 		input := json.RawMessage(`{"command":"git push origin main"}`)
+		event := `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":` + string(input) + `,"tool_use_id":"` + id + `"}`
+		if _, err := client.Hook(ctx, api.HookRequest{SessionID: ids[0], Event: json.RawMessage(event)}); err != nil {
+			t.Fatal(err)
+		}
 		v, err := client.Prompt(ctx, api.PromptRequest{SessionID: ids[0], ToolName: "Bash", ToolUseID: id, Input: input})
 		if err != nil || v.Effect != "ask" {
 			t.Fatalf("ask: %+v %v", v, err)
