@@ -30,6 +30,7 @@ const (
 	ReasonGateUnavailable    = "gate_unavailable"
 	ReasonNoApprover         = "no_approver"
 	ReasonQueueFull          = "queue_full"
+	ReasonBadRequest         = "bad_request" // the prompt tool could not read what Claude Code sent
 	// ReasonHandedToClaude: in a session with toolgate install's hook,
 	// nobody decided in toolgate before the hook had to answer, so Claude
 	// Code's own permission dialog decides; toolgate wrote nothing back.
