@@ -107,7 +107,7 @@ func TestPolicyExplain(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("code %d", code)
 	}
-	for _, want := range []string{"deny-env", "ask-pr-main", `input.base = "dev" does not satisfy const "main"`, "allow-pr-feature", "the default ask applies"} {
+	for _, want := range []string{"deny-env", "ask-pr-main", `input.base = "dev" does not satisfy enum ["main","master"]`, "allow-docs-search", "the default ask applies"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain output lacks %q:\n%s", want, out)
 		}
