@@ -6,7 +6,9 @@
 // approval statuses and Claude Code's hook event names (vocab.go); the
 // documents a tool call becomes, which the ledger stores as they are and
 // the CLI prints (documents.go: Call and its Verdict, and the seed's
-// approval record, decision and write-back); the spool file's line; the
+// approval record, decision and write-back, whose JSON Schemas schema.go
+// embeds with the permission result's); the model's deny message
+// (message.go); the spool file's line; the
 // paths of a daemon; the wire types, routes and protocol version; the one
 // client; and Follow, the approvers' view of what waits for a person.
 //
@@ -71,7 +73,11 @@ package api
 //     carries actor and decided_at, and the input to run travels as
 //     updated_input; calls embed their verdict; GET /v1/audit/verify and
 //     GET /v1/audit/export on approve.sock.
-const ProtocolVersion = 3
+//   - 4: 2026-12-03: the seed's documents exactly: a Decision's decision is
+//     the effect it gives the call (allow, deny; ask when handed to Claude
+//     Code's dialog), no longer the record's status; a WriteBack always
+//     carries rule_id and reason_code, null when there are none.
+const ProtocolVersion = 4
 
 // HeaderProtocol carries ProtocolVersion on every request and response.
 const HeaderProtocol = "Toolgate-Protocol"

@@ -50,12 +50,13 @@ const (
 )
 
 // Statuses of an approval record. A record moves only from pending to one
-// of the others, and a terminal status never changes.
+// of the others, and a terminal status never changes. They are typed
+// strings, so that none can stand for a decision's Effect by mistake.
 const (
-	StatusPending  = "pending"
-	StatusApproved = "approved"
-	StatusDenied   = "denied"
-	StatusExpired  = "expired"
+	StatusPending  string = "pending"
+	StatusApproved string = "approved"
+	StatusDenied   string = "denied"
+	StatusExpired  string = "expired"
 )
 
 // Actors that are not people.
