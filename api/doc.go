@@ -60,6 +60,9 @@
 //	GET  /v1/watch                   WatchEvent lines: a snapshot, then changes
 //	GET  /v1/audit/verify            VerifyResult of the whole audit chain
 //	GET  /v1/audit/export            the audit chain, one event a JSON line
+//	GET  /v1/history                 HistoryItem lines: the calls proposed in
+//	                                 [?since, ?until) (RFC 3339), each after its
+//	                                 session, for toolgate policy diff --history
 package api
 
 // ProtocolVersion is the version of this protocol. History:
@@ -77,6 +80,8 @@ package api
 //     the effect it gives the call (allow, deny; ask when handed to Claude
 //     Code's dialog), no longer the record's status; a WriteBack always
 //     carries rule_id and reason_code, null when there are none.
+//     GET /v1/history on approve.sock: the recorded calls of a time window
+//     with what the gate knew of their sessions, streamed for a replay.
 const ProtocolVersion = 4
 
 // HeaderProtocol carries ProtocolVersion on every request and response.

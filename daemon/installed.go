@@ -53,7 +53,7 @@ func (ss *sessions) installed(ctx context.Context, raw []byte, in api.InstalledH
 		return nil, fmt.Errorf("read the policy of toolgate install's hook: %w", err)
 	}
 	settings := sessionSettings{PolicyName: in.PolicyPath, ApprovalTimeout: in.ApprovalTimeout, OnAsk: "wait",
-		Home: in.Home, Installed: true}
+		SessionContext: api.SessionContext{Home: in.Home}, Installed: true}
 	return ss.start(ctx, api.Session{ID: id, ClaudeSessionID: id, Cwd: ev.Get("cwd").String(), ClaudePID: claude}, settings, doc)
 }
 

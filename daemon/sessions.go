@@ -17,12 +17,14 @@ import (
 // sessionSettings is the gate's configuration of a session, kept in the
 // ledger with the session so that a restarted daemon can go on gating it.
 type sessionSettings struct {
-	PolicyName      string         `json:"policy_name"`
-	ApprovalTimeout api.Duration   `json:"approval_timeout"`
-	OnAsk           string         `json:"on_ask"`
-	Home            string         `json:"home"`
-	SupervisorPID   int            `json:"supervisor_pid"`
-	Tools           []api.ToolInfo `json:"tools,omitempty"`
+	PolicyName      string       `json:"policy_name"`
+	ApprovalTimeout api.Duration `json:"approval_timeout"`
+	OnAsk           string       `json:"on_ask"`
+	// The home directory and the MCP servers' tools: what the session's
+	// decisions depend on beside the policy and the working directory,
+	// and what a replay of its calls reads (api.HistorySessionOf).
+	api.SessionContext
+	SupervisorPID int `json:"supervisor_pid"`
 	// Installed marks a session of Claude Code's own, gated by the hook
 	// toolgate install puts in its settings: its asks go through the
 	// PermissionRequest hook, wait at most ApprovalTimeout, and are handed
@@ -107,7 +109,7 @@ func newGateSession(rec api.Session, settings sessionSettings, doc []byte) (*gat
 // register records a new session of toolgate run and caches it.
 func (ss *sessions) register(ctx context.Context, id string, r api.RegisterRequest) (*gateSession, error) {
 	settings := sessionSettings{PolicyName: r.PolicyName, ApprovalTimeout: r.ApprovalTimeout, OnAsk: r.OnAsk,
-		Home: r.Home, SupervisorPID: r.SupervisorPID, Tools: r.Tools}
+		SessionContext: api.SessionContext{Home: r.Home, Tools: r.Tools}, SupervisorPID: r.SupervisorPID}
 	return ss.start(ctx, api.Session{ID: id, Cwd: r.Cwd}, settings, r.Policy)
 }
 
