@@ -20,6 +20,7 @@ EXAMPLES
    toolgate policy test policy.json --call '{"name":"Bash","input":{"command":"git push"}}'
    toolgate policy explain policy.json --call - < call.json
    toolgate policy export-settings policy.json > permissions.json
+   toolgate policy diff main.json pr.json --history
    toolgate policy schema > policy.schema.json
 
 ` + exitStatusHelp,
@@ -29,6 +30,7 @@ EXAMPLES
 			policyExplainCommand(),
 			policyExportCommand(),
 			policySchemaCommand(),
+			policyDiffCommand(),
 		},
 		Action: helpOrUnknown,
 	}
