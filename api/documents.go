@@ -89,7 +89,7 @@ type Approval struct {
 // expiry is a deny with reason_code approval_expired; the record's status
 // says expired). It is ask only when nobody decided in toolgate and Claude
 // Code's own dialog decides (reason_code handed_to_claude). Decisions
-// stored before 2026-12-03 said approved, denied or expired; the ledger
+// stored before protocol 4 said approved, denied or expired; the ledger
 // reads them as these.
 type Decision struct {
 	ApprovalID string    `json:"approval_id"`
