@@ -37,11 +37,25 @@ type ChangeGroup struct {
 }
 
 // RuleCount is how many calls of a change the old policy decided by one
-// rule and the new policy by another ("default" when no rule matched).
+// rule and the new policy by another (null: the default decided).
 type RuleCount struct {
-	Old   string `json:"old_rule"`
-	New   string `json:"new_rule"`
-	Count int    `json:"count"`
+	Old   *string `json:"old_rule"`
+	New   *string `json:"new_rule"`
+	Count int     `json:"count"`
+}
+
+// String is "ask-pr-main -> default".
+func (rc RuleCount) String() string { return ruleName(rc.Old) + " -> " + ruleName(rc.New) }
+
+// sameRule reports whether two rule ids (nil: the default) are the same.
+func sameRule(a, b *string) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
+
+// ruleName is a rule id for a person: the id, or "default".
+func ruleName(id *string) string {
+	if id == nil {
+		return "default"
+	}
+	return *id
 }
 
 func (r *Replayer) group(from, to api.Effect) *ChangeGroup {
@@ -54,15 +68,15 @@ func (r *Replayer) group(from, to api.Effect) *ChangeGroup {
 	return g
 }
 
-func (g *ChangeGroup) count(oldRule, newRule string) {
+func (g *ChangeGroup) count(old, new Outcome) {
 	g.Count++
 	for i := range g.Rules {
-		if g.Rules[i].Old == oldRule && g.Rules[i].New == newRule {
+		if sameRule(g.Rules[i].Old, old.RuleID) && sameRule(g.Rules[i].New, new.RuleID) {
 			g.Rules[i].Count++
 			return
 		}
 	}
-	g.Rules = append(g.Rules, RuleCount{Old: oldRule, New: newRule, Count: 1})
+	g.Rules = append(g.Rules, RuleCount{Old: old.RuleID, New: new.RuleID, Count: 1})
 }
 
 // Report returns what the replay found so far, the groups in order: the
@@ -74,7 +88,7 @@ func (r *Replayer) Report() HistoryReport {
 	for _, g := range r.groups {
 		g := *g
 		slices.SortFunc(g.Rules, func(a, b RuleCount) int {
-			return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Old, b.Old), cmp.Compare(a.New, b.New))
+			return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.String(), b.String()))
 		})
 		slices.SortStableFunc(g.Calls, func(a, b ChangedCall) int {
 			return cmp.Or(a.ProposedAt.Compare(b.ProposedAt), cmp.Compare(a.ToolUseID, b.ToolUseID))

@@ -65,14 +65,6 @@ func outcomeOf(v api.Verdict) Outcome {
 	return o
 }
 
-// ruleName is an outcome's rule for a person: its id, or "default".
-func (o Outcome) ruleName() string {
-	if o.RuleID == nil {
-		return "default"
-	}
-	return *o.RuleID
-}
-
 // ChangedCall is a recorded call whose decision the new policy changes.
 type ChangedCall struct {
 	ToolUseID      string          `json:"tool_use_id"`
@@ -104,5 +96,5 @@ func (r *Replayer) Replay(c api.Call) {
 	cc := ChangedCall{ToolUseID: c.ToolUseID, SessionID: c.SessionID, ToolName: c.ToolName, Input: c.Input,
 		ProposedAt: c.ProposedAt, Old: outcomeOf(oldV), New: outcomeOf(newV), WithoutSession: !known}
 	g.Calls = append(g.Calls, cc)
-	g.count(cc.Old.ruleName(), cc.New.ruleName())
+	g.count(cc.Old, cc.New)
 }

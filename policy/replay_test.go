@@ -41,11 +41,11 @@ func TestReplayGroupsChanges(t *testing.T) {
 	}
 	loosen, tighten := rep.Changes[0], rep.Changes[1]
 	if loosen.From != api.EffectAsk || loosen.To != api.EffectAllow || !loosen.Loosens || loosen.Count != 2 ||
-		loosen.Calls[0].ToolUseID != "t3" || loosen.Rules[0] != (RuleCount{"default", "allow-docs-search", 2}) {
+		loosen.Calls[0].ToolUseID != "t3" || loosen.Rules[0].String() != "default -> allow-docs-search" || loosen.Rules[0].Count != 2 || loosen.Rules[0].Old != nil {
 		t.Errorf("the loosening change: %+v", loosen)
 	}
 	if tighten.From != api.EffectAllow || tighten.To != api.EffectAsk || tighten.Loosens ||
-		tighten.Rules[0] != (RuleCount{"allow-pr-feature", "default", 1}) || tighten.Calls[0].New.RuleID != nil {
+		tighten.Rules[0].String() != "allow-pr-feature -> default" || tighten.Rules[0].Count != 1 || tighten.Calls[0].New.RuleID != nil {
 		t.Errorf("the tightening change: %+v", tighten)
 	}
 }
@@ -78,7 +78,7 @@ func TestReplayUsesTheSessions(t *testing.T) {
 	}
 	want := map[string]string{"t0": "deny-env secret", "t1": "deny-keys secret", "t2": "default schema_invalid"}
 	for _, c := range rep.Changes[0].Calls {
-		if got := c.Old.ruleName() + " " + c.Old.ReasonCode; got != want[c.ToolUseID] {
+		if got := ruleName(c.Old.RuleID) + " " + c.Old.ReasonCode; got != want[c.ToolUseID] {
 			t.Errorf("%s: old %s, want %s", c.ToolUseID, got, want[c.ToolUseID])
 		}
 		if c.WithoutSession {

@@ -11,7 +11,7 @@ import (
 func policyCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "policy",
-		Usage: "check, try and explain policy documents",
+		Usage: "check, try, explain and compare policy documents",
 		Description: `A policy decides allow, ask or deny for every tool call: deny rules first, then
 ask, then allow; within one effect the earlier rule wins; otherwise the default.
 

@@ -103,7 +103,7 @@ func printHistory(w io.Writer, h historyJSON, limit int) {
 		}
 		fmt.Fprintf(w, "  %s -> %s  %s%s\n", g.From, g.To, plural(g.Count, "call"), mark)
 		for _, rc := range g.Rules {
-			fmt.Fprintf(w, "      %s -> %s: %d\n", rc.Old, rc.New, rc.Count)
+			fmt.Fprintf(w, "      %s: %d\n", rc, rc.Count)
 		}
 		shown := g.Calls
 		if limit > 0 && len(shown) > limit {
