@@ -6,7 +6,9 @@
 // approval statuses and Claude Code's hook event names (vocab.go); the
 // documents a tool call becomes, which the ledger stores as they are and
 // the CLI prints (documents.go: Call and its Verdict, and the seed's
-// approval record, decision and write-back); the spool file's line; the
+// approval record, decision and write-back, whose JSON Schemas schema.go
+// embeds with the permission result's); the model's deny message
+// (message.go); the spool file's line; the
 // paths of a daemon; the wire types, routes and protocol version; the one
 // client; and Follow, the approvers' view of what waits for a person.
 //
@@ -60,6 +62,9 @@
 //	GET  /v1/audit/export            the audit chain, one event a JSON line, then
 //	                                 {"export": Exported}; the export is recorded first
 //	GET  /v1/audit/events/{seq}      one event of the chain, as stored
+//	GET  /v1/history                 HistoryItem lines: the calls proposed in
+//	                                 [?since, ?until) (RFC 3339), each after its
+//	                                 session, for toolgate policy diff --history
 package api
 
 // ProtocolVersion is the version of this protocol. History:
@@ -69,11 +74,17 @@ package api
 //   - 2: 2026-12-01: hook requests from hooks installed in Claude Code's
 //     settings (HookRequest.Installed), and the PermissionRequest and
 //     SessionEnd events.
-//   - 3: 2026-12-02: one Verdict from the hook's answer to the audit: it
+//   - 3: 2026-12-01: one Verdict from the hook's answer to the audit: it
 //     carries actor and decided_at, and the input to run travels as
 //     updated_input; calls embed their verdict; GET /v1/audit/verify and
 //     GET /v1/audit/export on approve.sock.
-const ProtocolVersion = 3
+//   - 4: 2026-12-01: the seed's documents exactly: a Decision's decision is
+//     the effect it gives the call (allow, deny; ask when handed to Claude
+//     Code's dialog), no longer the record's status; a WriteBack always
+//     carries rule_id and reason_code, null when there are none.
+//     GET /v1/history on approve.sock: the recorded calls of a time window
+//     with what the gate knew of their sessions, streamed for a replay.
+const ProtocolVersion = 4
 
 // HeaderProtocol carries ProtocolVersion on every request and response.
 const HeaderProtocol = "Toolgate-Protocol"

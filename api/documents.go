@@ -84,11 +84,17 @@ type Approval struct {
 }
 
 // Decision is a decision on an approval (a person's, or the expiry's),
-// kept as its own document beside the record, never overwriting it.
+// kept as its own document beside the record, never overwriting it. Its
+// decision is the seed's: the effect it gives the call, allow or deny (an
+// expiry is a deny with reason_code approval_expired; the record's status
+// says expired). It is ask only when nobody decided in toolgate and Claude
+// Code's own dialog decides (reason_code handed_to_claude). Decisions
+// stored before protocol 4 said approved, denied or expired; the ledger
+// reads them as these.
 type Decision struct {
 	ApprovalID string    `json:"approval_id"`
 	ToolUseID  string    `json:"tool_use_id"`
-	Decision   string    `json:"decision"` // approved, denied or expired
+	Decision   Effect    `json:"decision"`
 	Actor      string    `json:"actor"`
 	ReasonCode string    `json:"reason_code"`
 	DecidedAt  time.Time `json:"decided_at"`
@@ -101,13 +107,34 @@ type Decision struct {
 	Note string `json:"note,omitempty"`
 }
 
-// WriteBack is what the gate answered the CLI for a call.
+// WriteBack is what the gate answered the CLI for a call. As in the
+// seed, rule_id and reason_code are always there: null when the default
+// decided, or when an allow rule has no reason_code.
 type WriteBack struct {
 	ToolUseID  string `json:"tool_use_id"`
 	Effect     Effect `json:"effect"`
-	RuleID     string `json:"rule_id,omitempty"`
-	ReasonCode string `json:"reason_code,omitempty"`
+	RuleID     string `json:"rule_id"`
+	ReasonCode string `json:"reason_code"`
 	WroteBack  bool   `json:"wrote_back"`
+}
+
+// MarshalJSON writes an empty rule_id or reason_code as null; null reads
+// back as "".
+func (w WriteBack) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		ToolUseID  string  `json:"tool_use_id"`
+		Effect     Effect  `json:"effect"`
+		RuleID     *string `json:"rule_id"`
+		ReasonCode *string `json:"reason_code"`
+		WroteBack  bool    `json:"wrote_back"`
+	}{w.ToolUseID, w.Effect, orNull(w.RuleID), orNull(w.ReasonCode), w.WroteBack})
+}
+
+func orNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // WriteBackOf is the write-back of a verdict: an ask means nothing was

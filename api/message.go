@@ -1,35 +1,59 @@
 package api
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
-// DenyMessage is what the model reads when a call is denied. It names the
-// rule and the reason_code and says not to retry the same arguments; it
-// never carries host names, the gate's paths, tokens or an approver's
-// notes. extra is the rule's own message for the model, if any.
+// RetryNotice ends every message a denied call gives the model, as the
+// seed's write-back does.
+const RetryNotice = "Do not retry this call."
+
+// DenyMessage is what the model reads when a call is denied, in the seed's
+// words: "Denied by rule ask-pr-main (reason_code protected_branch): a
+// person denied it. Do not retry this call." It names the rule (when one
+// decided) and the reason_code, says why in one sentence, adds extra (the
+// rule's own message, or what failed the tool's schema) as a sentence of
+// its own, and ends with RetryNotice. It never carries host names, the
+// gate's paths, tokens or an approver's notes: nothing but v's rule id and
+// reason_code and extra goes into it.
 func DenyMessage(v Verdict, extra string) string {
 	var b strings.Builder
-	b.WriteString("toolgate denied this call")
-	switch {
-	case v.RuleID != "":
-		fmt.Fprintf(&b, " (rule %s, reason_code %s)", v.RuleID, v.ReasonCode)
-	default:
-		fmt.Fprintf(&b, " (reason_code %s)", v.ReasonCode)
+	b.WriteString("Denied")
+	if v.RuleID != "" {
+		b.WriteString(" by rule ")
+		b.WriteString(v.RuleID)
 	}
-	b.WriteString(": ")
-	b.WriteString(explain(v.ReasonCode))
-	if extra != "" {
+	b.WriteString(" (reason_code ")
+	b.WriteString(v.ReasonCode)
+	b.WriteString("): ")
+	b.WriteString(explain(v))
+	if s := Sentence(extra); s != "" {
 		b.WriteString(" ")
-		b.WriteString(strings.TrimSpace(extra))
+		b.WriteString(s)
 	}
-	b.WriteString(" Do not retry the same call with the same arguments.")
+	b.WriteString(" ")
+	b.WriteString(RetryNotice)
 	return b.String()
 }
 
-func explain(reason string) string {
-	switch reason {
+// Sentence makes text a sentence that another can follow: trimmed, and
+// ending with a full stop unless it ends with one already (or with ! or
+// ?). Its first letter is left as written: it may be an identifier
+// (tool_name, /base). "" stays "".
+func Sentence(text string) string {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return ""
+	}
+	switch text[len(text)-1] {
+	case '.', '!', '?':
+		return text
+	}
+	return text + "."
+}
+
+// explain says in one sentence why a call was denied: by its reason_code
+// when the gate gave it, else by who decided.
+func explain(v Verdict) string {
+	switch v.ReasonCode {
 	case ReasonDefault:
 		return "no rule allows it and the policy's default is to deny."
 	case ReasonSchemaInvalid:
@@ -54,6 +78,11 @@ func explain(reason string) string {
 		return "it was never proposed to the gate's hook, so it cannot be asked about."
 	case ReasonToolgateGuard:
 		return "it touches the permission gate itself (its files, sockets, approvals, or Claude Code's settings), which no session may."
+	case ReasonBadRequest:
+		return "the permission request could not be read."
+	}
+	if v.Source == SourcePerson {
+		return "a person denied it."
 	}
 	return "the policy forbids it."
 }

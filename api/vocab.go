@@ -32,6 +32,7 @@ const (
 	ReasonQueueFull          = "queue_full"
 	ReasonToolgateGuard      = "toolgate_guard" // a built-in rule: the session touched the gate itself
 	ReasonNotProposed        = "not_proposed"   // a permission prompt for a call the hook never proposed
+	ReasonBadRequest         = "bad_request"    // the prompt tool could not read what Claude Code sent
 	// ReasonHandedToClaude: in a session with toolgate install's hook,
 	// nobody decided in toolgate before the hook had to answer, so Claude
 	// Code's own permission dialog decides; toolgate wrote nothing back.
@@ -52,12 +53,13 @@ const (
 )
 
 // Statuses of an approval record. A record moves only from pending to one
-// of the others, and a terminal status never changes.
+// of the others, and a terminal status never changes. They are typed
+// strings, so that none can stand for a decision's Effect by mistake.
 const (
-	StatusPending  = "pending"
-	StatusApproved = "approved"
-	StatusDenied   = "denied"
-	StatusExpired  = "expired"
+	StatusPending  string = "pending"
+	StatusApproved string = "approved"
+	StatusDenied   string = "denied"
+	StatusExpired  string = "expired"
 )
 
 // Actors that are not people.

@@ -139,10 +139,10 @@ func (g *gate) resolve(ctx context.Context, id string, approve bool, who actor, 
 	if err != nil {
 		return a, err
 	}
-	d := api.Decision{ApprovalID: id, Decision: api.StatusDenied, Actor: who.Name, ActorPID: who.PID, ActorExe: who.Exe,
+	d := api.Decision{ApprovalID: id, Decision: api.EffectDeny, Actor: who.Name, ActorPID: who.PID, ActorExe: who.Exe,
 		Note: note, ReasonCode: personReason(c, approve)}
 	if approve {
-		d.Decision = api.StatusApproved
+		d.Decision = api.EffectAllow
 	}
 	a, _, err = g.ledger.Resolve(ctx, d)
 	var te *ledger.TerminalError

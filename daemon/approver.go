@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -22,6 +23,7 @@ func (d *Daemon) approverHandler() http.Handler {
 	mux.HandleFunc(api.RouteAuditVerify, d.handleAuditVerify)
 	mux.HandleFunc(api.RouteAuditExport, d.handleAuditExport)
 	mux.HandleFunc(api.RouteAuditEvent, d.handleAuditEvent)
+	mux.HandleFunc(api.RouteHistory, d.handleHistory)
 	return d.guard(mux)
 }
 
@@ -212,4 +214,36 @@ func (d *Daemon) handleAuditEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, e)
+}
+
+// handleHistory streams the recorded calls of a time window, each after
+// its session, for a replay (toolgate policy diff --history). As with the
+// export, a failure after the first line cuts the stream short, and the
+// client sees it cut.
+func (d *Daemon) handleHistory(w http.ResponseWriter, r *http.Request) {
+	var since, until time.Time
+	for name, t := range map[string]*time.Time{"since": &since, "until": &until} {
+		v := r.URL.Query().Get(name)
+		if v == "" {
+			continue
+		}
+		var err error
+		if *t, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			writeError(w, http.StatusBadRequest, "bad_request", name+": want an RFC 3339 time, got "+strconv.Quote(v))
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
+	err := d.ledger.History(r.Context(), since, until, func(item api.HistoryItem) error { return enc.Encode(item) })
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		if r.Context().Err() == nil {
+			d.log.Error("stream the history", "err", err)
+		}
+		panic(http.ErrAbortHandler) // the client must not take a cut stream for the whole
+	}
 }

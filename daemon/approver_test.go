@@ -83,7 +83,7 @@ func TestApproveAndDeny(t *testing.T) {
 	if got.Effect != "allow" || string(got.UpdatedInput) != `{"command":"git push origin main"}` || got.Source != "person" {
 		t.Errorf("the waiting call got %+v", got)
 	}
-	if ev, _ := watch.Next(); ev.Type != api.EventDecided || ev.Approval.Decision.Decision != "approved" {
+	if ev, _ := watch.Next(); ev.Type != api.EventDecided || ev.Approval.Decision.Decision != api.EffectAllow {
 		t.Errorf("decided event %+v", ev)
 	}
 	// A terminal approval never changes.

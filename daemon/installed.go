@@ -53,7 +53,8 @@ func (ss *sessions) installed(ctx context.Context, raw []byte, in api.InstalledH
 		return nil, fmt.Errorf("read the policy of toolgate install's hook: %w", err)
 	}
 	settings := sessionSettings{PolicyName: in.PolicyPath, ApprovalTimeout: in.ApprovalTimeout, OnAsk: "wait",
-		Home: in.Home, Installed: true, Guard: ss.guardFor(ev.Get("cwd").String(), in.ClaudeDir, in.PolicyPath)}
+		SessionContext: api.SessionContext{Home: in.Home}, Installed: true,
+		Guard: ss.guardFor(ev.Get("cwd").String(), in.ClaudeDir, in.PolicyPath)}
 	return ss.start(ctx, api.Session{ID: id, ClaudeSessionID: id, Cwd: ev.Get("cwd").String(), ClaudePID: claude}, settings, doc)
 }
 

@@ -19,13 +19,15 @@ type sessionSettings struct {
 	PolicyName      string       `json:"policy_name"`
 	ApprovalTimeout api.Duration `json:"approval_timeout"`
 	OnAsk           string       `json:"on_ask"`
-	Home            string       `json:"home"`
-	SupervisorPID   int          `json:"supervisor_pid"`
+	// The home directory and the MCP servers' tools: what the session's
+	// decisions depend on beside the policy and the working directory,
+	// and what a replay of its calls reads (api.HistorySessionOf).
+	api.SessionContext
+	SupervisorPID int `json:"supervisor_pid"`
 	// OwnerPID is the process that registered the session (its toolgate
 	// run), from the kernel: only it may end the session or name its
 	// claude.
-	OwnerPID int            `json:"owner_pid,omitempty"`
-	Tools    []api.ToolInfo `json:"tools,omitempty"`
+	OwnerPID int `json:"owner_pid,omitempty"`
 	// Contained: the session's claude runs in a Landlock domain (toolgate
 	// run --containment), so that its processes carry no_new_privs.
 	Contained bool `json:"contained,omitempty"`
@@ -118,7 +120,8 @@ func (ss *sessions) register(ctx context.Context, id string, r api.RegisterReque
 		r.SupervisorPID = owner
 	}
 	settings := sessionSettings{PolicyName: r.PolicyName, ApprovalTimeout: r.ApprovalTimeout, OnAsk: r.OnAsk,
-		Home: r.Home, SupervisorPID: r.SupervisorPID, OwnerPID: owner, Tools: r.Tools, Contained: r.Contained,
+		SessionContext: api.SessionContext{Home: r.Home, Tools: r.Tools},
+		SupervisorPID:  r.SupervisorPID, OwnerPID: owner, Contained: r.Contained,
 		Guard: ss.guardFor(r.Cwd, "", r.Protected...)}
 	return ss.start(ctx, api.Session{ID: id, Cwd: r.Cwd}, settings, r.Policy)
 }

@@ -107,10 +107,15 @@ const socketCheck = time.Second
 // serves the new listener too. The daemon holds the daemon lock, so the
 // path is its to take back.
 func (d *Daemon) keepSockets(ctx context.Context, servers map[string]*http.Server, listeners map[string]net.Listener) {
-	inodes := map[string]uint64{}
+	held := map[string]*socketFile{}
 	for path := range listeners {
-		inodes[path] = inode(path)
+		held[path] = holdSocketFile(path)
 	}
+	defer func() {
+		for _, f := range held {
+			f.close()
+		}
+	}()
 	tick := time.NewTicker(socketCheck)
 	defer tick.Stop()
 	for {
@@ -120,7 +125,7 @@ func (d *Daemon) keepSockets(ctx context.Context, servers map[string]*http.Serve
 		case <-tick.C:
 		}
 		for path, srv := range servers {
-			if ino := inode(path); ino != 0 && ino == inodes[path] {
+			if held[path].names(path) {
 				continue
 			}
 			d.log.Warn("the socket was removed or replaced by another process: binding it again", "socket", path)
@@ -130,23 +135,44 @@ func (d *Daemon) keepSockets(ctx context.Context, servers map[string]*http.Serve
 				d.log.Error("bind the socket again", "socket", path, "err", err)
 				continue
 			}
-			inodes[path] = inode(path)
+			held[path].close()
+			held[path] = holdSocketFile(path)
 			go srv.Serve(ln)
 		}
 	}
 }
 
-// inode is the inode of the file at path, or 0.
-func inode(path string) uint64 {
-	info, err := os.Lstat(path)
+// socketFile holds the daemon's socket file open (O_PATH), so that its
+// inode stays allocated: a file put in its place can never have the same
+// inode number, even after the daemon's was unlinked.
+type socketFile struct {
+	fd int
+}
+
+func holdSocketFile(path string) *socketFile {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return 0
+		return &socketFile{fd: -1}
 	}
-	st, ok := info.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0
+	return &socketFile{fd: fd}
+}
+
+// names reports whether path still names the held file.
+func (f *socketFile) names(path string) bool {
+	if f.fd < 0 {
+		return false
 	}
-	return st.Ino
+	var held, now unix.Stat_t
+	if unix.Fstat(f.fd, &held) != nil || unix.Lstat(path, &now) != nil {
+		return false
+	}
+	return held.Dev == now.Dev && held.Ino == now.Ino
+}
+
+func (f *socketFile) close() {
+	if f.fd >= 0 {
+		unix.Close(f.fd)
+	}
 }
 
 // rebindSocket takes the socket path back from whatever is there.

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/internal/schematest"
 	"github.com/toolgate/toolgate/modelscript"
 )
 
@@ -66,7 +69,21 @@ func TestApproveFromAnotherProcess(t *testing.T) {
 		t.Errorf("report: %+v", c)
 	}
 	_, show := w.toolgate("show", id)
-	contains(t, "toolgate show", show, "approved by user:", "fine by me", "written back to claude: allow")
+	contains(t, "toolgate show", show, "approved by user:", "decision allow", "fine by me", "written back to claude: allow")
+	// The seed's three documents of a real session, exactly as their
+	// schemas describe them.
+	_, showJSON := w.toolgateOut("show", "--json", id)
+	var detail struct {
+		Approval  json.RawMessage `json:"approval"`
+		Decision  json.RawMessage `json:"decision"`
+		WriteBack json.RawMessage `json:"write_back"`
+	}
+	if err := json.Unmarshal([]byte(showJSON), &detail); err != nil {
+		t.Fatalf("show --json: %v: %s", err, showJSON)
+	}
+	schematest.Validate(t, api.SchemaApproval, detail.Approval)
+	schematest.Validate(t, api.SchemaDecision, detail.Decision)
+	schematest.Validate(t, api.SchemaWriteBack, detail.WriteBack)
 	if calls := w.audit(r.report.SessionID); calls[0].Executions != 1 {
 		t.Errorf("ran %d times", calls[0].Executions)
 	}

@@ -233,7 +233,7 @@ func TestInstalledHookHandsOffToClaude(t *testing.T) {
 		t.Fatal("the call ran though nobody approved it")
 	}
 	seen := model.ToolResults()["toolu_inst_late"]
-	if !seen.IsError || !strings.Contains(seen.Text, "no approval surface") || strings.Contains(seen.Text, "toolgate denied") {
+	if !seen.IsError || !strings.Contains(seen.Text, "no approval surface") || strings.Contains(seen.Text, api.RetryNotice) {
 		t.Errorf("the model saw %+v: want Claude Code's own refusal, no denial by toolgate", seen)
 	}
 	calls := w.audit(res.SessionID)

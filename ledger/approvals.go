@@ -98,7 +98,7 @@ func (l *Ledger) CreateApproval(ctx context.Context, toolUseID string, r Approva
 }
 
 // Resolve records a person's decision on a pending approval: d names the
-// approval (ApprovalID), the decision (approved or denied), the actor and
+// approval (ApprovalID), the decision (allow or deny), the actor and
 // the reason_code, and may carry the actor's pid and executable and a
 // note; the ledger fills in the tool_use_id and the time. It moves the
 // record to its new status, stores the decision as its own document and
@@ -106,8 +106,13 @@ func (l *Ledger) CreateApproval(ctx context.Context, toolUseID string, r Approva
 // longer pending fails with a *TerminalError; one whose expires_at has
 // passed is expired first, so a late approve never allows.
 func (l *Ledger) Resolve(ctx context.Context, d api.Decision) (api.Approval, api.Decision, error) {
-	if d.Decision != api.StatusApproved && d.Decision != api.StatusDenied {
-		return api.Approval{}, api.Decision{}, fmt.Errorf("resolve: decision must be approved or denied, not %q", d.Decision)
+	status := api.StatusApproved
+	switch d.Decision {
+	case api.EffectAllow:
+	case api.EffectDeny:
+		status = api.StatusDenied
+	default:
+		return api.Approval{}, api.Decision{}, fmt.Errorf("resolve: decision must be allow or deny, not %q", d.Decision)
 	}
 	if d.Actor == "" || d.ReasonCode == "" {
 		return api.Approval{}, api.Decision{}, fmt.Errorf("resolve: actor and reason_code are required")
@@ -120,7 +125,7 @@ func (l *Ledger) Resolve(ctx context.Context, d api.Decision) (api.Approval, api
 			}
 			return a, d, &TerminalError{Approval: a, Decision: &d, ExpiredNow: true}
 		}
-		return settle(t, a, d)
+		return settle(t, a, status, d)
 	})
 }
 
@@ -146,6 +151,7 @@ func (l *Ledger) decideApproval(ctx context.Context, id string, decide func(*tx,
 			if _, err := t.Get(decisionKey(a.ID), &d); err != nil {
 				return out{}, err
 			}
+			d = readDecision(d)
 			return out{a, d}, &TerminalError{Approval: a, Decision: &d}
 		}
 		a, d, err := decide(t, a)
@@ -155,13 +161,14 @@ func (l *Ledger) decideApproval(ctx context.Context, id string, decide func(*tx,
 }
 
 // settle makes a pending approval terminal: the record's status, the
-// decision document, the pending index and the call's verdict.
-func settle(t *tx, a api.Approval, d api.Decision) (api.Approval, api.Decision, error) {
+// decision document, the pending index and the call's verdict (the
+// decision's effect).
+func settle(t *tx, a api.Approval, status string, d api.Decision) (api.Approval, api.Decision, error) {
 	d.ApprovalID, d.ToolUseID, d.DecidedAt = a.ID, a.ToolUseID, t.Now()
 	if err := t.Delete(pendingKey(a)); err != nil {
 		return a, d, err
 	}
-	a.Status = d.Decision
+	a.Status = status
 	if err := t.Put(approvalKey(a.ID), a); err != nil {
 		return a, d, err
 	}
@@ -172,17 +179,15 @@ func settle(t *tx, a api.Approval, d api.Decision) (api.Approval, api.Decision, 
 		return a, d, err
 	}
 	at := t.Now()
-	v := api.Verdict{Effect: api.EffectDeny, ReasonCode: d.ReasonCode, Source: api.SourcePerson, Actor: d.Actor,
+	v := api.Verdict{Effect: d.Decision, ReasonCode: d.ReasonCode, Source: api.SourcePerson, Actor: d.Actor,
 		ApprovalID: a.ID, DecidedAt: &at}
 	if a.MatchedRule != nil {
 		v.RuleID = *a.MatchedRule
 	}
 	switch {
-	case d.Decision == api.StatusApproved:
-		v.Effect = api.EffectAllow
-	case d.Decision == api.StatusExpired && d.ReasonCode == api.ReasonHandedToClaude:
-		v.Effect, v.Source = api.EffectAsk, api.SourceClaude // still an ask: Claude Code's dialog decides
-	case d.Decision == api.StatusExpired:
+	case status == api.StatusExpired && d.Decision == api.EffectAsk:
+		v.Source = api.SourceClaude // still an ask: Claude Code's dialog decides
+	case status == api.StatusExpired:
 		v.Source = api.SourceExpiry
 	}
 	if v.Effect == api.EffectDeny {
@@ -203,13 +208,13 @@ func expire(t *tx, a api.Approval) (api.Approval, api.Decision, error) {
 	} else if ho {
 		return handOff(t, a, api.ActorExpiry)
 	}
-	return settle(t, a, api.Decision{Decision: api.StatusExpired, Actor: api.ActorExpiry, ReasonCode: api.ReasonApprovalExpired})
+	return settle(t, a, api.StatusExpired, api.Decision{Decision: api.EffectDeny, Actor: api.ActorExpiry, ReasonCode: api.ReasonApprovalExpired})
 }
 
 // handOff settles a hand-off approval without a decision in toolgate, and
 // records in the same transaction that nothing was written back.
 func handOff(t *tx, a api.Approval, actor string) (api.Approval, api.Decision, error) {
-	a, d, err := settle(t, a, api.Decision{Decision: api.StatusExpired, Actor: actor, ReasonCode: api.ReasonHandedToClaude})
+	a, d, err := settle(t, a, api.StatusExpired, api.Decision{Decision: api.EffectAsk, Actor: actor, ReasonCode: api.ReasonHandedToClaude})
 	if err != nil {
 		return a, d, err
 	}
@@ -359,5 +364,27 @@ func (l *Ledger) ApprovalFor(ctx context.Context, toolUseID string) (api.Approva
 // it is pending.
 func (l *Ledger) DecisionFor(ctx context.Context, approvalID string) (api.Decision, error) {
 	var d api.Decision
-	return d, l.read(decisionKey(approvalID), &d)
+	err := l.read(decisionKey(approvalID), &d)
+	return readDecision(d), err
+}
+
+// readDecision is a stored decision as it reads today. Decisions stored
+// before protocol 4 said what became of the record (approved, denied,
+// expired) where the seed's decision says what becomes of the call:
+// approved is allow, denied is deny, and expired is deny (approval_expired)
+// or, handed to Claude Code's dialog, ask. The audit chain keeps them as
+// they were written: its events are hashed.
+func readDecision(d api.Decision) api.Decision {
+	switch string(d.Decision) {
+	case api.StatusApproved:
+		d.Decision = api.EffectAllow
+	case api.StatusDenied:
+		d.Decision = api.EffectDeny
+	case api.StatusExpired:
+		d.Decision = api.EffectDeny
+		if d.ReasonCode == api.ReasonHandedToClaude {
+			d.Decision = api.EffectAsk
+		}
+	}
+	return d
 }

@@ -66,7 +66,8 @@ func crashHelper(dir, round string) {
 					}
 					ack("A %s %s", id, a.ID)
 					status := []string{api.StatusApproved, api.StatusDenied}[i%8/4]
-					if _, _, err := l.Resolve(ctx, api.Decision{ApprovalID: a.ID, Decision: status, Actor: "user:test", ReasonCode: "r"}); err != nil {
+					decision := map[string]api.Effect{api.StatusApproved: api.EffectAllow, api.StatusDenied: api.EffectDeny}[status]
+					if _, _, err := l.Resolve(ctx, api.Decision{ApprovalID: a.ID, Decision: decision, Actor: "user:test", ReasonCode: "r"}); err != nil {
 						os.Exit(7)
 					}
 					ack("R %s %s", a.ID, status)

@@ -36,4 +36,8 @@
 //
 // Values are JSON documents whose field names are the wire names of the
 // seed's documents. The package must not import the policy engine.
+//
+// History streams the recorded calls of a time window with what the gate
+// knew of their sessions, for a replay through other policies; ReadHistory
+// reads the same from an export, without a ledger.
 package ledger

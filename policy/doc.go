@@ -1,6 +1,10 @@
 // Package policy owns toolgate's policy document: its JSON Schema, strict
 // loading, the decision of allow / ask / deny for one tool call, and the
-// validation of tool input against JSON Schemas.
+// validation of tool input against JSON Schemas. It also compares two
+// documents (Diff: rules added, removed, changed, reordered, and what
+// each change can do to decisions) and replays recorded calls through
+// both (Replayer: each as the gate decided it, in its session's working
+// directory and home with its MCP servers' schemas), for policy diff.
 //
 // A document looks like this:
 //

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -49,8 +50,10 @@ func TestSeedSemantics(t *testing.T) {
 		{"absolute .env in the project", call("Read", `{"file_path":"/project/.env"}`), api.EffectDeny, "deny-env", "secret_file"},
 		{"duplicate slashes", call("Read", `{"file_path":"/project//.env"}`), api.EffectDeny, "deny-env", "secret_file"},
 		{".env of another project", call("Read", `{"file_path":"/other/.env"}`), api.EffectAsk, "", "default"},
-		{"unnamed MCP tool", call("mcp__docs__search", `{"q":"x"}`), api.EffectAsk, "", "default"},
-		{"feature base", call("mcp__github__create_pull_request", `{"base":"develop"}`), api.EffectAllow, "allow-pr-feature", ""},
+		{"base master", call("mcp__github__create_pull_request", `{"base":"master","head":"feat","title":"T"}`), api.EffectAsk, "ask-pr-main", "protected_branch"},
+		{"unnamed MCP tool", call("mcp__github__merge_pull_request", `{"pull_number":7}`), api.EffectAsk, "", "default"},
+		{"the docs search", call("mcp__docs__search", `{"q":"x"}`), api.EffectAllow, "allow-docs-search", ""},
+		{"another base", call("mcp__github__create_pull_request", `{"base":"develop"}`), api.EffectAsk, "", "default"},
 		{"base missing", call("mcp__github__create_pull_request", `{"head":"x"}`), api.EffectAsk, "", "default"},
 		{"base of another type", call("mcp__github__create_pull_request", `{"base":["main"]}`), api.EffectAsk, "", "default"},
 	}
@@ -200,7 +203,7 @@ func TestExplain(t *testing.T) {
 	}{
 		{"deny-env", false, "does not match"},
 		{"ask-pr-main", true, "every input condition match"},
-		{"allow-pr-feature", false, "not evaluated"},
+		{"allow-docs-search", false, "not evaluated"},
 	}
 	if len(traces) != len(want) {
 		t.Fatalf("got %d traces, want %d: %+v", len(traces), len(want), traces)
@@ -259,5 +262,49 @@ func TestApprovalTimeout(t *testing.T) {
 		if _, err := Parse("p.json", []byte(`{"version":1,"default":"ask","rules":[{"id":"a","effect":"ask","tool":"B","approval_timeout":`+bad+`}]}`)); err == nil {
 			t.Errorf("approval_timeout %s was accepted", bad)
 		}
+	}
+}
+
+// examples/policies/seed.json is the seed article's policy: its text is
+// the seed's, byte for byte, up to the end of the rules (the file adds
+// inline tests after them), and it decides as the seed's document does.
+func TestSeedPolicyIsTheSeeds(t *testing.T) {
+	seed, err := os.ReadFile(filepath.Join("..", "testdata", "seed", "policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, err := os.ReadFile(filepath.Join("..", "examples", "policies", "seed.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, ok := strings.CutSuffix(string(seed), "  ]\n}\n")
+	if !ok {
+		t.Fatal("testdata/seed/policy.json does not end as the seed's document does")
+	}
+	if !strings.HasPrefix(string(ours), rules+"  ],\n  \"tests\": [") {
+		t.Errorf("seed.json's version, default and rules are not the seed's, byte for byte; want them to start:\n%s", rules)
+	}
+	want, got := mustParse(t, string(seed)), seedPolicy(t)
+	if !reflect.DeepEqual(want.Rules(), got.Rules()) || want.Version != got.Version || want.Default != got.Default {
+		t.Errorf("seed.json decodes as %+v, the seed as %+v", got.Rules(), want.Rules())
+	}
+	// The seed's example call, exactly as the article shows it.
+	raw, err := os.ReadFile(filepath.Join("..", "testdata", "seed", "tool_use.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseCall(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := got.Decide(Call{Tool: c.Name, Input: c.Input, Cwd: TestCwd}); v.Effect != api.EffectAsk || v.RuleID != "ask-pr-main" || v.ReasonCode != "protected_branch" {
+		t.Errorf("the seed's example call: %+v, want ask by ask-pr-main (protected_branch)", v)
+	}
+	var hasIt bool
+	for _, tt := range got.Document().Tests {
+		hasIt = hasIt || tt.Call.ID == c.ID && string(tt.Call.Input) != "" && tt.Call.Name == c.Name
+	}
+	if !hasIt {
+		t.Errorf("seed.json has no inline test of the seed's example call %s", c.ID)
 	}
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -170,7 +171,7 @@ func compileCondition(key string, d ConditionDoc, effect api.Effect) (*condition
 			return nil, fmt.Errorf("enum: %w", err)
 		}
 		c.ops = append(c.ops, op)
-		desc = append(desc, fmt.Sprintf("enum of %d values", len(d.Enum)))
+		desc = append(desc, describeEnum(d.Enum))
 	}
 	if d.Prefix != nil {
 		c.ops = append(c.ops, prefixOp(*d.Prefix))
@@ -197,6 +198,25 @@ func compileCondition(key string, d ConditionDoc, effect api.Effect) (*condition
 	}
 	c.describe = strings.Join(desc, " and ")
 	return c, nil
+}
+
+// describeEnum is "enum [\"main\",\"master\"]", or "enum of 12 values"
+// when the list is long.
+func describeEnum(values []json.RawMessage) string {
+	parts := make([]string, len(values))
+	n := 0
+	for i, v := range values {
+		var b bytes.Buffer
+		if json.Compact(&b, v) != nil {
+			b.Write(v)
+		}
+		parts[i] = b.String()
+		n += len(parts[i]) + 1
+	}
+	if n > 80 {
+		return fmt.Sprintf("enum of %d values", len(values))
+	}
+	return "enum [" + strings.Join(parts, ",") + "]"
 }
 
 func describePrefixes(prefixes [][]string) string {

@@ -43,7 +43,7 @@ func TestSessionEvaluate(t *testing.T) {
 		if v.Effect != tt.effect || v.ReasonCode != tt.reason || v.Source != tt.source || !strings.Contains(v.Message, tt.message) {
 			t.Errorf("%s %s: got %s %s %s %q", tt.tool, tt.input, v.Effect, v.ReasonCode, v.Source, v.Message)
 		}
-		if v.Effect == api.EffectDeny && !strings.HasSuffix(v.Message, "Do not retry the same call with the same arguments.") {
+		if v.Effect == api.EffectDeny && !strings.HasSuffix(v.Message, " "+api.RetryNotice) {
 			t.Errorf("%s: the message must say not to retry: %q", tt.tool, v.Message)
 		}
 	}

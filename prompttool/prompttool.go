@@ -40,9 +40,9 @@ func Tool(d Decider) (mcp.Tool, server.ToolHandlerFunc) {
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		r, progress, err := request(ctx, req)
 		if err != nil {
-			return answer(api.Verdict{Effect: api.EffectDeny, ReasonCode: "bad_request",
-				Message: "toolgate could not read this permission request: " + err.Error() +
-					" Do not retry the same call with the same arguments."}, nil), nil
+			v := api.Verdict{Effect: api.EffectDeny, ReasonCode: api.ReasonBadRequest, Source: api.SourceGate}
+			v.Message = api.DenyMessage(v, err.Error())
+			return answer(v, nil), nil
 		}
 		v, err := d.Decide(ctx, r, progress)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcptest"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/internal/schematest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -236,5 +237,27 @@ func TestProgressReachesTheClient(t *testing.T) {
 	}
 	if text := res.Content[0].(mcp.TextContent).Text; !strings.Contains(text, `"behavior":"allow"`) {
 		t.Errorf("no progress notification reached the client: %s", text)
+	}
+}
+
+// What the tool answers Claude Code is the permission result its schema
+// describes, and nothing more: an allow (the input echoed), a rule's deny,
+// the gate's deny by default, and the deny of a request it cannot read.
+func TestAnswersMatchTheirSchema(t *testing.T) {
+	verdicts := []api.Verdict{
+		{Effect: api.EffectAllow, RuleID: "allow-docs-search"},
+		{Effect: api.EffectAllow, Source: api.SourcePerson, ReasonCode: "protected_branch", RuleID: "ask-pr-main"},
+		{Effect: api.EffectDeny, RuleID: "deny-env", ReasonCode: "secret_file", Message: "Denied by rule deny-env (reason_code secret_file): the policy forbids it. Do not retry this call."},
+		{Effect: api.EffectDeny, ReasonCode: api.ReasonDefault, Source: api.SourcePolicy}, // no message: the standard one
+	}
+	for _, v := range verdicts {
+		d := &decider{fn: func(api.PromptRequest, func(string)) (api.Verdict, error) { return v, nil }}
+		text, _ := call(t, d, `{"tool_name":"mcp__docs__search","input":{"q":"x"},"tool_use_id":"toolu_1"}`)
+		schematest.Validate(t, api.SchemaPermissionResult, []byte(text))
+	}
+	text, _ := call(t, &decider{}, `{"tool_name":"Bash","input":"not an object","tool_use_id":"toolu_2"}`)
+	schematest.Validate(t, api.SchemaPermissionResult, []byte(text))
+	if !strings.Contains(text, "reason_code bad_request") || !strings.HasSuffix(text, api.RetryNotice+`","reason_code":"bad_request"}`) {
+		t.Errorf("an unreadable request: %s", text)
 	}
 }

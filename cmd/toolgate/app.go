@@ -36,6 +36,7 @@ EXAMPLES
 			serveCommand(),
 			auditCommand(),
 			policyCommand(),
+			schemaCommand(),
 			installCommand(),
 			uninstallCommand(),
 			demoCommand(),

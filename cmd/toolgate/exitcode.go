@@ -23,6 +23,7 @@ const (
 	exitNoPerm      = 77 // EX_NOPERM: a call was denied
 	exitConfig      = 78 // EX_CONFIG: the policy document is invalid
 	exitConflict    = 79 // the approval was already decided by someone else
+	exitLoosens     = 80 // policy diff: the new policy loosens a decision
 	exitInterrupted = 130
 )
 
@@ -37,6 +38,7 @@ const exitStatusHelp = `EXIT STATUS
    77   a call was denied by policy, a person or a schema (EX_NOPERM)
    78   the policy document is invalid (EX_CONFIG)
    79   the approval was already decided by someone else
+   80   policy diff: the new policy loosens a decision
    130  interrupted`
 
 // usageError is a bad command line.
@@ -73,6 +75,7 @@ func exitCode(err error, stderr io.Writer) int {
 	var unavailable *gateUnavailable
 	var perm *permissionError
 	var conflict *conflictError
+	var loosened *loosenedError
 	switch {
 	case errors.As(err, &usage):
 		fmt.Fprintln(stderr, "Try: toolgate --help")
@@ -89,6 +92,8 @@ func exitCode(err error, stderr io.Writer) int {
 		return exitTempFail
 	case errors.As(err, &conflict):
 		return exitConflict
+	case errors.As(err, &loosened):
+		return exitLoosens
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
 		return exitNoInput
 	case errors.Is(err, context.Canceled):
@@ -110,6 +115,12 @@ type conflictError struct {
 }
 
 func (e *conflictError) Error() string { return e.err.Error() }
+
+// loosenedError is a policy change that loosens a decision (policy diff),
+// so that a check of a policy pull request fails.
+type loosenedError struct{ msg string }
+
+func (e *loosenedError) Error() string { return e.msg }
 
 // gateUnavailable is the gate's daemon or ledger being out of reach.
 type gateUnavailable struct{ err error }

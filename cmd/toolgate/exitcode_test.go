@@ -34,6 +34,7 @@ func TestExitCode(t *testing.T) {
 		{"self-approval", &permissionError{errors.New("refused")}, 77, "toolgate: refused\n"},
 		{"already expired", &conflictError{errors.New("expired"), true}, 75, "toolgate: expired\n"},
 		{"already decided", &conflictError{errors.New("decided"), false}, 79, "toolgate: decided\n"},
+		{"a policy loosens", &loosenedError{"new.json loosens"}, 80, "toolgate: new.json loosens\n"},
 		{"missing file", missing, 66, "toolgate: open /no/such/file"},
 		{"unreadable file", fmt.Errorf("read: %w", fs.ErrPermission), 66, "toolgate: read: permission denied\n"},
 		{"interrupted", fmt.Errorf("wait: %w", context.Canceled), 130, "toolgate: wait: context canceled\n"},

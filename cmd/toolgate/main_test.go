@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/api"
 	"github.com/urfave/cli/v2"
 )
 
@@ -107,7 +108,7 @@ func TestPolicyExplain(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("code %d", code)
 	}
-	for _, want := range []string{"deny-env", "ask-pr-main", `input.base = "dev" does not satisfy const "main"`, "allow-pr-feature", "the default ask applies"} {
+	for _, want := range []string{"deny-env", "ask-pr-main", `input.base = "dev" does not satisfy enum ["main","master"]`, "allow-docs-search", "the default ask applies"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain output lacks %q:\n%s", want, out)
 		}
@@ -196,5 +197,29 @@ func TestRunRefusesBeforeClaudeStarts(t *testing.T) {
 	}
 	if code, _, _ := run(t, "", "run", "--on-ask", "sometimes", "--", "/bin/true"); code != exitUsage {
 		t.Errorf("--on-ask sometimes: exit %d", code)
+	}
+}
+
+func TestSchemaCommand(t *testing.T) {
+	code, list, _ := run(t, "", "schema")
+	if code != 0 {
+		t.Fatalf("schema: %d", code)
+	}
+	for _, name := range append([]string{"policy"}, api.SchemaNames()...) {
+		if !strings.Contains(list, name+" ") {
+			t.Errorf("the list lacks %s:\n%s", name, list)
+		}
+		code, out, _ := run(t, "", "schema", name)
+		var v map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v["$schema"] == nil {
+			t.Errorf("schema %s: %d %.80s", name, code, out)
+		}
+	}
+	_, viaPolicy, _ := run(t, "", "policy", "schema")
+	if _, direct, _ := run(t, "", "schema", "policy"); direct != viaPolicy {
+		t.Error("toolgate schema policy and toolgate policy schema differ")
+	}
+	if code, _, _ := run(t, "", "schema", "nosuch"); code != exitUsage {
+		t.Errorf("an unknown schema: %d", code)
 	}
 }

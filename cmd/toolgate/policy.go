@@ -11,7 +11,7 @@ import (
 func policyCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "policy",
-		Usage: "check, try and explain policy documents",
+		Usage: "check, try, explain and compare policy documents",
 		Description: `A policy decides allow, ask or deny for every tool call: deny rules first, then
 ask, then allow; within one effect the earlier rule wins; otherwise the default.
 
@@ -20,6 +20,7 @@ EXAMPLES
    toolgate policy test policy.json --call '{"name":"Bash","input":{"command":"git push"}}'
    toolgate policy explain policy.json --call - < call.json
    toolgate policy export-settings policy.json > permissions.json
+   toolgate policy diff main.json pr.json --history
    toolgate policy schema > policy.schema.json
 
 ` + exitStatusHelp,
@@ -29,6 +30,7 @@ EXAMPLES
 			policyExplainCommand(),
 			policyExportCommand(),
 			policySchemaCommand(),
+			policyDiffCommand(),
 		},
 		Action: helpOrUnknown,
 	}

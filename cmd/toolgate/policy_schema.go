@@ -10,7 +10,8 @@ func policySchemaCommand() *cli.Command {
 		Name:  "schema",
 		Usage: "print the JSON Schema of policy documents",
 		Description: `Prints the JSON Schema (draft 2020-12) that every policy document is validated
-against, for editors and other tools.
+against, for editors and other tools. toolgate schema prints the schemas of the
+other documents (the approval record, the decision, the write-back).
 
 EXAMPLES
    toolgate policy schema > policy.schema.json

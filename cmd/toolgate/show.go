@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -14,9 +15,17 @@ func showCommand() *cli.Command {
 		Name:      "show",
 		Usage:     "show one approval: the record, the decision and the write-back",
 		ArgsUsage: "ID",
-		Description: `EXAMPLES
+		Description: `Shows an approval record, the decision on it and the write-back, the seed's three
+documents: --json prints them as {"schema_version", "approval", "reason_code",
+"decision", "write_back"}, each as its schema describes it (toolgate schema
+approval, decision, write-back). The decision is the seed's: allow or deny
+(an expiry is a deny, reason_code approval_expired), or ask when Claude Code's
+own dialog decided (handed_to_claude); the record's status says approved,
+denied or expired.
+
+EXAMPLES
    toolgate show apr_01J...
-   toolgate show --json apr_01J...
+   toolgate show --json apr_01J... | jq .decision
 
 ` + approverExitStatus,
 		Flags: []cli.Flag{jsonFlag()},
@@ -42,17 +51,31 @@ func showCommand() *cli.Command {
 			w := cliCtx.App.Writer
 			printApproval(w, d)
 			fmt.Fprintf(w, "    input: %s\n", strings.TrimSpace(string(d.Approval.Input)))
-			if dec := d.Decision; dec != nil {
-				fmt.Fprintf(w, "    %s by %s (pid %d, %s) at %s, reason_code %s\n", dec.Decision, dec.Actor, dec.ActorPID,
-					dec.ActorExe, dec.DecidedAt.Local().Format(time.RFC3339), dec.ReasonCode)
-				if dec.Note != "" {
-					fmt.Fprintf(w, "    note: %s\n", dec.Note)
-				}
-			}
-			if wb := d.WriteBack; wb != nil {
-				fmt.Fprintf(w, "    written back to claude: %s (reason_code %s)\n", wb.Effect, wb.ReasonCode)
-			}
+			printDecision(w, d)
 			return nil
 		},
+	}
+}
+
+// printDecision shows what came of an approval: who decided, the
+// decision (the seed's allow, deny or ask), and what was written back.
+func printDecision(w io.Writer, d api.ApprovalDetail) {
+	if dec := d.Decision; dec != nil {
+		who := dec.Actor
+		if dec.ActorPID > 0 {
+			who += fmt.Sprintf(" (pid %d, %s)", dec.ActorPID, dec.ActorExe)
+		}
+		fmt.Fprintf(w, "    %s by %s at %s: decision %s, reason_code %s\n", d.Approval.Status, who,
+			dec.DecidedAt.Local().Format(time.RFC3339), dec.Decision, dec.ReasonCode)
+		if dec.Note != "" {
+			fmt.Fprintf(w, "    note: %s\n", dec.Note)
+		}
+	}
+	if wb := d.WriteBack; wb != nil {
+		what := "written back to claude"
+		if !wb.WroteBack {
+			what = "nothing written back: claude's own dialog decided"
+		}
+		fmt.Fprintf(w, "    %s: %s (reason_code %s)\n", what, wb.Effect, wb.ReasonCode)
 	}
 }

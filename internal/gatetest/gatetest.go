@@ -29,6 +29,21 @@ type Gate struct {
 // may decide the session's approvals. Asks wait up to timeout.
 func Start(t *testing.T, timeout time.Duration) *Gate {
 	t.Helper()
+	p := Daemon(t)
+	g := &Gate{Client: api.NewClient(p.Socket()), Approver: api.NewClient(p.ApproveSocket()), Paths: p}
+	s, err := g.Client.Register(context.Background(), api.RegisterRequest{Policy: json.RawMessage(`{"version":1,"default":"ask","rules":[]}`),
+		PolicyName: "p", SupervisorPID: Supervisor(t), ApprovalTimeout: api.Duration(timeout)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Session = s.ID
+	return g
+}
+
+// Daemon starts a daemon in the test's process, on real sockets and a
+// real ledger in directories of the test's, until the test ends.
+func Daemon(t *testing.T) api.Paths {
+	t.Helper()
 	rt, err := os.MkdirTemp("", "tgt") // short: socket paths are limited
 	if err != nil {
 		t.Fatal(err)
@@ -46,19 +61,20 @@ func Start(t *testing.T, timeout time.Duration) *Gate {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); <-done })
+	return p
+}
+
+// Supervisor starts a process that stands for a session's supervisor (not
+// the test's own process, which then stays free to decide approvals) and
+// returns its pid. It ends with the test.
+func Supervisor(t *testing.T) int {
+	t.Helper()
 	supervisor := exec.Command("sleep", "300")
 	if err := supervisor.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { supervisor.Process.Kill(); supervisor.Wait() })
-	g := &Gate{Client: api.NewClient(p.Socket()), Approver: api.NewClient(p.ApproveSocket()), Paths: p}
-	s, err := g.Client.Register(context.Background(), api.RegisterRequest{Policy: json.RawMessage(`{"version":1,"default":"ask","rules":[]}`),
-		PolicyName: "p", SupervisorPID: supervisor.Process.Pid, ApprovalTimeout: api.Duration(timeout)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Session = s.ID
-	return g
+	return supervisor.Process.Pid
 }
 
 // Ask makes the session ask about one call (git push), as Claude Code

@@ -1,0 +1,99 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"time"
+)
+
+// RouteHistory streams the recorded calls for a replay (toolgate policy
+// diff --history), on approve.sock: the calls proposed in a time window,
+// each preceded once by what the gate knew of its session.
+const RouteHistory = "GET /v1/history"
+
+// HistoryItem is one line of GET /v1/history: a session or a call. A
+// session comes before the first call of it; a call whose session the
+// ledger does not know comes without one.
+type HistoryItem struct {
+	Session *HistorySession `json:"session,omitempty"`
+	Call    *Call           `json:"call,omitempty"`
+}
+
+// HistorySession is what the gate knew of a session when it decided its
+// calls: where it ran and what its MCP servers published about their
+// tools (input schemas, requiresUserInteraction), so that a replay decides
+// each call as the gate did.
+type HistorySession struct {
+	ID            string     `json:"id"`
+	PolicySHA256  string     `json:"policy_sha256"`
+	PolicyVersion int        `json:"policy_version"`
+	Cwd           string     `json:"cwd,omitempty"`
+	Home          string     `json:"home,omitempty"`
+	Tools         []ToolInfo `json:"tools,omitempty"`
+}
+
+// SessionContext is the part of a session's Settings that its decisions
+// depend on. The daemon keeps more there; it writes these members under
+// these names.
+type SessionContext struct {
+	Home  string     `json:"home"`
+	Tools []ToolInfo `json:"tools,omitempty"`
+}
+
+// HistorySessionOf is what a session record says the gate knew of it.
+func HistorySessionOf(s Session) HistorySession {
+	var sc SessionContext
+	json.Unmarshal(s.Settings, &sc) // no settings: no home, no tools
+	return HistorySession{ID: s.ID, PolicySHA256: s.PolicySHA256, PolicyVersion: s.PolicyVersion, Cwd: s.Cwd,
+		Home: sc.Home, Tools: sc.Tools}
+}
+
+// InWindow reports whether t lies in [since, until); a zero bound is no
+// bound.
+func InWindow(t, since, until time.Time) bool {
+	return (since.IsZero() || !t.Before(since)) && (until.IsZero() || t.Before(until))
+}
+
+// History reads the recorded calls proposed in [since, until) (a zero
+// bound is none) and calls fn with each item as it arrives; an error from
+// fn ends the stream and is returned.
+func (c *Client) History(ctx context.Context, since, until time.Time, fn func(HistoryItem) error) error {
+	q := url.Values{}
+	if !since.IsZero() {
+		q.Set("since", since.UTC().Format(time.RFC3339Nano))
+	}
+	if !until.IsZero() {
+		q.Set("until", until.UTC().Format(time.RFC3339Nano))
+	}
+	path := "/v1/history"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	resp, err := c.roundTrip(ctx, "GET", path, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.body.Close()
+	if resp.status != 200 {
+		data, _ := io.ReadAll(io.LimitReader(resp.body, 1<<20))
+		return statusError(resp.status, data)
+	}
+	dec := json.NewDecoder(bufio.NewReaderSize(resp.body, 64<<10))
+	for {
+		var item HistoryItem
+		err := dec.Decode(&item)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return &UnavailableError{SocketPath: c.SocketPath, Err: fmt.Errorf("history cut short: %w", err)}
+		}
+		if err := fn(item); err != nil {
+			return err
+		}
+	}
+}
