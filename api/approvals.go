@@ -46,6 +46,11 @@ type ApprovalsResponse struct {
 type DecideRequest struct {
 	Decision string `json:"decision"` // "approve" or "deny"
 	Reason   string `json:"reason,omitempty"`
+	// ViaPID is the process a decision came through, when it is not the
+	// caller's own: the notification server whose click toolgate notify
+	// passes on. The daemon checks it as it checks the caller, so it can
+	// only ever make a decision refused.
+	ViaPID int `json:"via_pid,omitempty"`
 }
 
 // ClaudePIDRequest tells the daemon the pid of a session's claude.

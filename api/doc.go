@@ -84,7 +84,9 @@ package api
 //     carries rule_id and reason_code, null when there are none.
 //     GET /v1/history on approve.sock: the recorded calls of a time window
 //     with what the gate knew of their sessions, streamed for a replay.
-const ProtocolVersion = 4
+//   - 5: 2026-12-01: DecideRequest.ViaPID: the notification server a
+//     click came through, refused as an approver would be.
+const ProtocolVersion = 5
 
 // HeaderProtocol carries ProtocolVersion on every request and response.
 const HeaderProtocol = "Toolgate-Protocol"

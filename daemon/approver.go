@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/internal/proc"
 	"github.com/toolgate/toolgate/ledger"
 )
 
@@ -65,11 +66,17 @@ func (d *Daemon) handleDecide(w http.ResponseWriter, r *http.Request) {
 	}
 	p, _ := peerFrom(r.Context())
 	who := actorOf(p)
-	if what, refusal := d.selfApproval(p.PID); refusal != "" {
-		d.log.Warn("refused a decision from inside a gated session", "pid", p.PID, "exe", who.Exe, "approval", r.PathValue("id"), "why", refusal)
-		d.incident(r.Context(), r.PathValue("id"), api.Incident{What: what, PID: p.PID, Exe: who.Exe, Detail: req.Decision})
-		writeError(w, http.StatusForbidden, "self_approval", refusal)
-		return
+	for _, pid := range []int{p.PID, req.ViaPID} {
+		if pid <= 0 {
+			continue
+		}
+		if what, refusal := d.selfApproval(pid); refusal != "" {
+			exe, _ := proc.Exe(pid)
+			d.log.Warn("refused a decision from inside a gated session", "pid", pid, "exe", exe, "caller", p.PID, "approval", r.PathValue("id"), "why", refusal)
+			d.incident(r.Context(), r.PathValue("id"), api.Incident{What: what, PID: pid, Exe: exe, Detail: req.Decision})
+			writeError(w, http.StatusForbidden, "self_approval", refusal)
+			return
+		}
 	}
 	a, err := d.gate.resolve(r.Context(), r.PathValue("id"), req.Decision == "approve", who, req.Reason)
 	var te *ledger.TerminalError

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -126,6 +127,18 @@ func TestContainedProcessesCannotApprove(t *testing.T) {
 		"env", "-i", "setpriv", "--no-new-privs")
 	if code != 403 || !strings.Contains(body, "no_new_privs") {
 		t.Errorf("a decision with no_new_privs: %d %s", code, body)
+	}
+	// A person's process passing on a click from a notification server
+	// the session started: the server is checked too.
+	contained := exec.Command("setpriv", "--no-new-privs", "sleep", "60")
+	if err := contained.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { contained.Process.Kill(); contained.Wait() }()
+	via := fmt.Sprintf(`{"decision":"approve","via_pid":%d}`, contained.Process.Pid)
+	code, body = curl(t, p.ApproveSocket(), "POST", "/v1/approvals/"+v.ApprovalID+"/decide", via, "env", "-i")
+	if code != 403 || !strings.Contains(body, "no_new_privs") {
+		t.Errorf("a decision through a process with no_new_privs: %d %s", code, body)
 	}
 	code, body = curl(t, p.ApproveSocket(), "POST", "/v1/approvals/"+v.ApprovalID+"/decide", `{"decision":"approve"}`, "env", "-i")
 	if code != 200 {

@@ -22,7 +22,7 @@ func actorOf(p peer) actor {
 	if u, err := user.LookupId(strconv.Itoa(p.UID)); err == nil {
 		a.Name = "user:" + u.Username
 	}
-	a.Exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", p.PID))
+	a.Exe, _ = proc.Exe(p.PID)
 	return a
 }
 

@@ -23,6 +23,10 @@ func TestMain(m *testing.M) {
 		serveFixture() // this process is the MCP server fixture
 		return
 	}
+	if os.Getenv(rogueNotificationsEnv) != "" {
+		serveRogueNotifications()
+		return
+	}
 	code, err := setup(m)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)

@@ -241,8 +241,16 @@ func (n *Notifier) click(ctx context.Context, s *dbus.Signal) {
 		n.logf("ignored an ActionInvoked from %s (the notification service is %s) for notification %d: not a click on one of toolgate's", s.Sender, owner, id)
 		return
 	}
+	// The server's process is checked by the daemon as a person's would
+	// be: a server the model started (the name was free, or freed) holds
+	// the keys toolgate gave it, and must not decide with them.
+	var server uint32
+	if err := n.Bus.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, s.Sender).Store(&server); err != nil || server == 0 {
+		n.logf("%s %s: nothing decided: the bus does not say which process the notification service is (%v)", p.decision, p.approvalID, err)
+		return
+	}
 	decision := p.decision
-	_, err := n.Approver.Decide(ctx, p.approvalID, api.DecideRequest{Decision: decision, Reason: "from a desktop notification"})
+	_, err := n.Approver.Decide(ctx, p.approvalID, api.DecideRequest{Decision: decision, Reason: "from a desktop notification", ViaPID: int(server)})
 	var se *api.StatusError
 	switch {
 	case errors.As(err, &se):
