@@ -117,8 +117,8 @@ func (c *Client) Session(ctx context.Context, id string) (Session, error) {
 }
 
 // EndSession marks a session ended.
-func (c *Client) EndSession(ctx context.Context, id string) (Session, error) {
-	var s Session
+func (c *Client) EndSession(ctx context.Context, id string) (EndedSession, error) {
+	var s EndedSession
 	return s, c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/end", nil, &s)
 }
 

@@ -85,7 +85,8 @@ package api
 //     GET /v1/history on approve.sock: the recorded calls of a time window
 //     with what the gate knew of their sessions, streamed for a replay.
 //   - 5: 2026-12-01: DecideRequest.ViaPID: the notification server a
-//     click came through, refused as an approver would be.
+//     click came through, refused as an approver would be; ending a
+//     session answers an EndedSession, with the audit chain's head.
 const ProtocolVersion = 5
 
 // HeaderProtocol carries ProtocolVersion on every request and response.

@@ -106,6 +106,21 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // VerifyResult is what a walk of the audit chain found: how many events it
 // holds and the hash of the last, or the first broken link. For an export,
 // Export says which export it is, once the ledger confirms it.
+// ChainHead is an event of the audit chain by its sequence number and
+// hash: kept where the model cannot write (a run's report), it anchors
+// every export made later, which must hold that event with that hash.
+type ChainHead struct {
+	Seq  uint64 `json:"seq"`
+	Hash string `json:"hash"`
+}
+
+// EndedSession is a session as its end left it, with the audit chain's
+// head once everything of it was recorded.
+type EndedSession struct {
+	Session
+	AuditHead *ChainHead `json:"audit_head,omitempty"`
+}
+
 type VerifyResult struct {
 	Valid  bool        `json:"valid"`
 	Events uint64      `json:"events"`

@@ -29,3 +29,17 @@ func HooksSettings(command string, events ...string) []byte {
 	}
 	return doc
 }
+
+// SandboxSettings is the value of a settings file's "sandbox" key that runs
+// every Bash command in Claude Code's sandbox and never outside it (the
+// model's dangerouslyDisableSandbox is ignored), with Bash calls still
+// going through the permission flow, and writes to denyWrite refused.
+// Claude Code starts the sandbox only where bubblewrap and socat are
+// installed; without them it runs commands unsandboxed after a warning.
+func SandboxSettings(denyWrite []string) []byte {
+	doc := []byte(`{"enabled":true,"autoAllowBashIfSandboxed":false,"allowUnsandboxedCommands":false,"filesystem":{"denyWrite":[]}}`)
+	for _, p := range denyWrite {
+		doc, _ = sjson.SetBytes(doc, "filesystem.denyWrite.-1", p)
+	}
+	return doc
+}

@@ -336,7 +336,11 @@ func (d *Daemon) handleEndSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.ingestSpool(r.Context(), rec.ID, true)
-	writeJSON(w, public(rec))
+	out := api.EndedSession{Session: public(rec)}
+	if head, err := d.ledger.Head(); err == nil {
+		out.AuditHead = &head
+	}
+	writeJSON(w, out)
 }
 
 // ownedSession is the session a request names, when its caller owns it;

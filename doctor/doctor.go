@@ -1,7 +1,8 @@
 // Package doctor checks a toolgate installation and says, for each
 // problem, how to fix it: the claude executable and its version, the
-// daemon and its sockets, the ledger, the timeouts, the hooks installed in
-// Claude Code's settings, and the desktop notification bus.
+// daemon and its sockets, the ledger, the timeouts, the containment this
+// machine gives sessions, the hooks installed in Claude Code's settings,
+// and the desktop notification bus.
 package doctor
 
 import (
@@ -18,6 +19,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/contain"
 	"github.com/toolgate/toolgate/daemon"
 	"github.com/toolgate/toolgate/install"
 	"github.com/toolgate/toolgate/notify"
@@ -58,6 +60,7 @@ func Run(ctx context.Context, cfg Config) []Check {
 		checkSockets(cfg),
 		checkLedger(cfg),
 		checkTimeouts(cfg),
+		checkContainment(),
 		checkSettings(cfg, "user", cfg.UserSettings),
 		checkSettings(cfg, "project", install.ProjectSettings(cfg.Cwd)),
 		checkNotify(ctx, cfg),
@@ -170,6 +173,27 @@ func allocated(info fs.FileInfo) int64 {
 		return st.Blocks * 512
 	}
 	return info.Size()
+}
+
+// checkContainment says what boundary sessions get on this machine:
+// toolgate run's Landlock domain, and the Bash sandbox of Claude Code that
+// toolgate install (and run --containment strict) configures.
+func checkContainment() Check {
+	c := Check{Name: "containment", Status: OK}
+	run, _ := contain.ForRun(contain.Auto)
+	installed, _ := contain.ForInstall(contain.InstallAuto)
+	c.Detail = fmt.Sprintf("toolgate run: %s (%s); installed sessions: %s (%s)", run.Name, run.Detail, installed.Name, installed.Detail)
+	var fixes []string
+	if !run.Contained() {
+		c.Status = Warn
+		fixes = append(fixes, "toolgate run needs Linux 6.12 or later with Landlock enabled (lsm=landlock) to contain claude")
+	}
+	if missing := contain.SandboxMissing(); len(missing) > 0 {
+		c.Status = Warn
+		fixes = append(fixes, "apt-get install "+strings.Join(missing, " ")+", then toolgate install again, for installed sessions and run --containment strict")
+	}
+	c.Fix = strings.Join(fixes, "; ")
+	return c
 }
 
 func checkTimeouts(cfg Config) Check {

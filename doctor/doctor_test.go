@@ -87,3 +87,13 @@ func TestDoctorAsksTheBus(t *testing.T) {
 		t.Errorf("a bus that is not there: %+v", c)
 	}
 }
+
+// The containment check names what a session gets here, and what to
+// install when Claude Code's sandbox cannot run.
+func TestContainmentCheck(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // neither bwrap nor socat
+	c := checkContainment()
+	if c.Status != Warn || !strings.Contains(c.Fix, "apt-get install bubblewrap socat") || !strings.Contains(c.Detail, "installed sessions: none") {
+		t.Errorf("%+v", c)
+	}
+}

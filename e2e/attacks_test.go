@@ -396,9 +396,13 @@ func TestAttackRewriteHistory(t *testing.T) {
 	if code, out := w.toolgate("approve", id); code != 0 {
 		t.Fatalf("approve: %d %s", code, out)
 	}
-	if r := wait(); r.code != 0 {
-		t.Fatalf("the first session: exit %d", r.code)
+	first := wait()
+	if first.code != 0 || first.report.AuditHead == nil {
+		t.Fatalf("the first session: exit %d, audit head %+v", first.code, first.report.AuditHead)
 	}
+	// The first run's report, kept where the model cannot write, anchors
+	// every export made later.
+	anchor := fmt.Sprintf("%d:%s", first.report.AuditHead.Seq, first.report.AuditHead.Hash)
 	export := filepath.Join(w.project, "audit.jsonl")
 	if code, out := w.toolgate("audit", "export", "-o", export); code != 0 {
 		t.Fatalf("export: %d %s", code, out)
@@ -423,6 +427,15 @@ func TestAttackRewriteHistory(t *testing.T) {
 		if code, _ := w.toolgate("audit", "verify", "--offline", "--file", filepath.Join(w.project, name)); code != 0 {
 			t.Errorf("%s --offline: exit %d; the file's own chain holds, which is what --offline says it cannot tell", name, code)
 		}
+	}
+	// Without the ledger, the report's anchor still tells the rewritten
+	// chain from the genuine one.
+	if code, out := w.toolgate("audit", "verify", "--offline", "--anchor", anchor, "--file", export); code != 0 {
+		t.Errorf("the genuine export, anchored: %d %s", code, out)
+	}
+	code, out := w.toolgate("audit", "verify", "--offline", "--anchor", anchor, "--file", filepath.Join(w.project, "rewritten.jsonl"))
+	if code != 65 || !strings.Contains(out, "(rewritten)") {
+		t.Errorf("the rewritten export, anchored: exit %d %s, want 65 and rewritten", code, out)
 	}
 }
 
@@ -524,4 +537,49 @@ print("prompt:", out)
 	}
 	_, out := w.toolgate("audit", "export")
 	contains(t, "the audit", out, `"what":"not_proposed"`, `"subject":"toolu_forged"`)
+}
+
+// With --containment strict, Claude Code's sandbox holds what the model's
+// programs do, below any command line the guard can read: a script an
+// allowed program runs cannot write toolgate's files or Claude Code's
+// settings, reach a Unix socket, or signal the gate.
+func TestAttackFromInsideTheBashSandbox(t *testing.T) {
+	needTools(t, "bwrap", "socat", "python3")
+	w := newWorld(t)
+	os.MkdirAll(filepath.Join(w.project, ".claude"), 0o700)
+	settings := w.writeFile(".claude/settings.json", `{"permissions":{}}`)
+	policyFile := w.writeFile("policy.json", attackPolicy) // in the project, where the sandbox lets Bash write
+	ledgerDir := w.paths().LedgerDir()
+	w.writeFile("attack.sh", `for f in `+settings+` `+policyFile+` `+ledgerDir+`/forged `+w.paths().RuntimeDir+`/gate.sock.new; do
+  echo '{}' > "$f" && echo "wrote $f" || echo "no write $f"
+done
+python3 -c '
+import socket, sys
+try:
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print("connected")
+except OSError as e:
+    print("no socket:", e)
+' `+w.paths().ApproveSocket()+`
+for p in $(pgrep -f "toolgate serve"); do kill -9 $p && echo "killed $p" || echo "no kill $p"; done
+echo done
+`)
+	r := w.run(runArgs{policy: attackPolicy, policyFile: policyFile, toolgate: []string{"--containment", "strict"},
+		claudeEnv: attackEnv(), script: []modelscript.Step{step(bash("toolu_sbx", "sh attack.sh"))}})
+	out := r.saw(t, "toolu_sbx").Text
+	t.Logf("the attack's output:\n%s", out)
+	contains(t, "the attack's output", out, "done", "no socket:")
+	for _, bad := range []string{"wrote ", "connected", "killed "} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the sandbox let the script through: %q", bad)
+		}
+	}
+	if data, _ := os.ReadFile(settings); string(data) != `{"permissions":{}}` {
+		t.Errorf("Claude Code's settings changed: %s", data)
+	}
+	if data, _ := os.ReadFile(policyFile); string(data) != attackPolicy {
+		t.Errorf("the policy changed: %s", data)
+	}
+	if r.code != 0 || r.report.Containment.Name != "landlock+sandbox" {
+		t.Errorf("exit %d, containment %+v", r.code, r.report.Containment)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/contain"
 	"github.com/toolgate/toolgate/modelscript"
 )
 
@@ -23,9 +24,12 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 	for i := range calls {
 		script = append(script, step(bash(fmt.Sprintf("toolu_bench_%02d", i), "true")))
 	}
-	var bare, gated []time.Duration
+	// bare claude -p, then toolgate run with each containment: off, the
+	// default (Landlock) and strict (Landlock and Claude Code's sandbox).
+	variants := []string{"bare", contain.Off, contain.Auto, contain.Strict}
+	times := map[string][]time.Duration{}
 	for b.Loop() {
-		for _, viaToolgate := range []bool{false, true} {
+		for _, v := range variants {
 			w := newWorldB(b)
 			model, err := modelscript.Start(script)
 			if err != nil {
@@ -33,10 +37,8 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 			}
 			policy := filepath.Join(w.root, "policy.json")
 			os.WriteFile(policy, []byte(allowAllPolicy), 0o600)
-			var cmd *exec.Cmd
-			if viaToolgate {
-				cmd = exec.Command(toolgateBin, "run", "--policy", policy, "--", claudeBin, "-p", "--output-format", "json", "--", "go")
-			} else {
+			cmd := exec.Command(toolgateBin, "run", "--containment", v, "--policy", policy, "--", claudeBin, "-p", "--output-format", "json", "--", "go")
+			if v == "bare" {
 				cmd = exec.Command(claudeBin, "-p", "--output-format", "json", "--allowedTools", "Bash", "--", "go")
 			}
 			cmd.Dir, cmd.Env = w.project, w.env(model)
@@ -45,23 +47,22 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 			d := time.Since(start)
 			model.Close()
 			if err != nil {
-				b.Fatalf("%v: %s", err, out)
+				b.Fatalf("%s: %v: %s", v, err, out)
 			}
 			if n := len(model.ToolResults()); n != calls {
-				b.Fatalf("%d tool results, want %d", n, calls)
+				b.Fatalf("%s: %d tool results, want %d", v, n, calls)
 			}
-			if viaToolgate {
-				gated = append(gated, d)
-			} else {
-				bare = append(bare, d)
-			}
+			times[v] = append(times[v], d)
 			w.stopDaemon()
 		}
 	}
-	mb, mg := median(bare), median(gated)
-	b.ReportMetric(mb.Seconds(), "bare_s")
-	b.ReportMetric(mg.Seconds(), "toolgate_s")
-	b.ReportMetric(mg.Seconds()/mb.Seconds(), "x_bare")
+	bare := median(times["bare"]).Seconds()
+	b.ReportMetric(bare, "bare_s")
+	for v, name := range map[string]string{contain.Auto: "toolgate", contain.Off: "uncontained", contain.Strict: "strict"} {
+		m := median(times[v]).Seconds()
+		b.ReportMetric(m, name+"_s")
+		b.ReportMetric(m/bare, name+"_x_bare")
+	}
 }
 
 func median(ds []time.Duration) time.Duration {

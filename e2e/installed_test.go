@@ -7,11 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/modelscript"
 )
@@ -70,7 +72,8 @@ func (w *world) installProject(extra ...string) {
 	args := append([]string{"install", "--scope", "project", "--policy", "toolgate-policy.json"}, extra...)
 	cmd := exec.Command(toolgateBin, args...)
 	cmd.Dir, cmd.Env = w.project, w.env(nil)
-	if out, err := cmd.CombinedOutput(); err != nil || len(out) != 0 {
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(out) != 0 && !slices.Contains(extra, "off") {
 		w.t.Fatalf("toolgate install: %v %q (want success, quiet)", err, out)
 	}
 }
@@ -261,10 +264,12 @@ func TestInstalledHookHandsOffToClaude(t *testing.T) {
 // An installed session has no toolgate run to keep what the model detaches
 // in its process tree (run is a child subreaper), so a detached process
 // leaves claude's parent chain; it still cannot approve the session's next
-// ask, because Claude Code's environment (CLAUDECODE=1) marks it.
+// ask, because Claude Code's environment (CLAUDECODE=1) marks it. (Without
+// the sandbox: in it, the detached process could not reach the daemon at
+// all, TestInstalledSandboxHoldsTheModel.)
 func TestInstalledDetachedSelfApprovalIsRefused(t *testing.T) {
 	w := newWorld(t)
-	w.installProject("--approval-timeout", "8s")
+	w.installProject("--approval-timeout", "8s", "--containment", "off")
 	log := filepath.Join(w.root, "detached.log")
 	detached := `setsid sh -c 'for i in $(seq 1 100); do id=$(toolgate pending | awk "/^apr_/ {print \$1}" | head -n 1); ` +
 		`if [ -n "$id" ]; then toolgate approve "$id"; echo "exit $?"; exit 0; fi; sleep 0.2; done' > ` + log + ` 2>&1 < /dev/null &`
@@ -287,5 +292,45 @@ func TestInstalledDetachedSelfApprovalIsRefused(t *testing.T) {
 		if c.ToolUseID == "toolu_inst_next" && (c.ReasonCode != "handed_to_claude" || c.Executed) {
 			t.Errorf("audit: %+v", c)
 		}
+	}
+}
+
+// toolgate install puts Claude Code's sandbox around the session's Bash
+// commands: the model's commands reach neither the daemon nor toolgate's
+// files, whatever program runs them. Uninstall gives the file back byte
+// for byte.
+func TestInstalledSandboxHoldsTheModel(t *testing.T) {
+	needTools(t, "bwrap", "socat")
+	w := newWorld(t)
+	os.MkdirAll(filepath.Join(w.project, ".claude"), 0o700)
+	const mine = "{\n  \"model\": \"opus\",\n  \"permissions\": {\"allow\": [\"Bash(ls)\"]}\n}\n"
+	settings := w.writeFile(".claude/settings.json", mine)
+	w.installProject()
+	doc, _ := os.ReadFile(settings)
+	if sb := gjson.GetBytes(doc, "sandbox"); !sb.Get("enabled").Bool() || !strings.Contains(sb.Raw, w.paths().StateDir) {
+		t.Fatalf("install wrote no sandbox for toolgate's files:\n%s", doc)
+	}
+	ledger := w.paths().LedgerDir()
+	w.writeFile("attack.sh", `toolgate pending; echo "pending: exit $?"
+echo '{}' > `+ledger+`/forged && echo wrote || echo "no write"
+`)
+	path := []string{"PATH=" + filepath.Dir(toolgateBin) + ":" + os.Getenv("PATH")}
+	res, code, model := w.claudeP([]modelscript.Step{step(bash("toolu_inst_sbx", "sh attack.sh"))}, path)
+	if code != 0 {
+		t.Fatalf("claude -p exited %d: %+v", code, res)
+	}
+	out := model.ToolResults()["toolu_inst_sbx"].Text
+	t.Logf("the model's command:\n%s", out)
+	contains(t, "the model's command", out, "pending: exit 69", "no write")
+	if _, err := os.Stat(filepath.Join(ledger, "forged")); err == nil {
+		t.Error("the model's command wrote into the ledger's directory")
+	}
+	cmd := exec.Command(toolgateBin, "uninstall", "--scope", "project")
+	cmd.Dir, cmd.Env = w.project, w.env(nil)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("uninstall: %v %s", err, out)
+	}
+	if back, _ := os.ReadFile(settings); string(back) != mine {
+		t.Errorf("uninstall did not restore the file:\n%s", back)
 	}
 }

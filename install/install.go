@@ -14,9 +14,11 @@
 package install
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +42,10 @@ type Options struct {
 	// PermissionMargin is how much longer than ApprovalTimeout the hook
 	// itself may take; Claude Code's timeout for it is twice as far.
 	PermissionMargin time.Duration
+	// Sandbox, when set, is the "sandbox" block to add beside the hooks
+	// (claudecode.SandboxSettings): the boundary of interactive sessions.
+	// A file that configures the sandbox itself keeps its own.
+	Sandbox []byte
 }
 
 // Events are the hook events toolgate installs: the call before and after
@@ -136,7 +142,47 @@ func Add(doc []byte, o Options) (out []byte, changed bool, err error) {
 		}
 		changed = true
 	}
+	switch sb := gjson.GetBytes(out, "sandbox"); {
+	case o.Sandbox == nil:
+	case !sb.Exists():
+		if out, err = addMember(out, "", "sandbox", o.Sandbox); err != nil {
+			return nil, false, err
+		}
+		changed = true
+	case IsToolgateSandbox(sb) && !jsonEqual(sb.Raw, o.Sandbox):
+		if out, err = sjson.SetRawBytes(out, "sandbox", o.Sandbox); err != nil {
+			return nil, false, err
+		}
+		changed = true
+	}
 	return out, changed, nil
+}
+
+// IsToolgateSandbox reports whether a settings file's "sandbox" block is
+// the one install writes (claudecode.SandboxSettings, whatever its
+// paths): exactly those keys, with those values. Anything else is the
+// user's, and uninstall leaves it.
+func IsToolgateSandbox(sb gjson.Result) bool {
+	if !sb.IsObject() || len(sb.Map()) != 4 || sb.Get("enabled").Type != gjson.True ||
+		sb.Get("autoAllowBashIfSandboxed").Type != gjson.False || sb.Get("allowUnsandboxedCommands").Type != gjson.False {
+		return false
+	}
+	fs := sb.Get("filesystem")
+	if !fs.IsObject() || len(fs.Map()) != 1 || !fs.Get("denyWrite").IsArray() {
+		return false
+	}
+	for _, p := range fs.Get("denyWrite").Array() {
+		if p.Type != gjson.String {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonEqual reports whether two JSON texts hold the same value.
+func jsonEqual(a string, b []byte) bool {
+	var x, y any
+	return json.Unmarshal([]byte(a), &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
 // Remove returns doc without any of toolgate's hook entries: a group that
@@ -192,6 +238,12 @@ func Remove(doc []byte) (out []byte, changed bool, err error) {
 		if out, err = sjson.DeleteBytes(out, "hooks"); err != nil {
 			return nil, false, err
 		}
+	}
+	if IsToolgateSandbox(gjson.GetBytes(out, "sandbox")) {
+		if out, err = sjson.DeleteBytes(out, "sandbox"); err != nil {
+			return nil, false, err
+		}
+		changed = true
 	}
 	return out, changed, nil
 }

@@ -231,8 +231,9 @@ func TestRoundTripLayouts(t *testing.T) {
 		"empty hooks":  `{"hooks": {}, "x": 1}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			out, changed, err := Add([]byte(doc), opts)
-			if err != nil || !changed || !gjson.ValidBytes(out) || len(Find(out)) != len(Events) {
+			out, changed, err := Add([]byte(doc), sandboxed)
+			if err != nil || !changed || !gjson.ValidBytes(out) || len(Find(out)) != len(Events) ||
+				!IsToolgateSandbox(gjson.GetBytes(out, "sandbox")) {
 				t.Fatalf("add: %v %v\n%s", changed, err, out)
 			}
 			back, _, err := Remove(out)
@@ -246,5 +247,46 @@ func TestRoundTripLayouts(t *testing.T) {
 				t.Errorf("not restored:\n got %q\nwant %q\n(installed: %s)", back, doc, out)
 			}
 		})
+	}
+}
+
+var sandboxed = func() Options {
+	o := opts
+	o.Sandbox = claudecode.SandboxSettings([]string{"/run/user/1000/toolgate", "/home/u/.local/state/toolgate"})
+	return o
+}()
+
+// The sandbox block install writes goes in beside the hooks and comes out
+// with them; a file that configures the sandbox itself keeps its own,
+// through install and uninstall.
+func TestInstallSandbox(t *testing.T) {
+	out, _, err := Add([]byte(existing), sandboxed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gjson.GetBytes(out, "sandbox.filesystem.denyWrite.1").String(); got != "/home/u/.local/state/toolgate" {
+		t.Errorf("denyWrite: %s", gjson.GetBytes(out, "sandbox").Raw)
+	}
+	moved := sandboxed
+	moved.Sandbox = claudecode.SandboxSettings([]string{"/elsewhere"})
+	again, changed, err := Add(out, moved)
+	if err != nil || !changed || gjson.GetBytes(again, "sandbox.filesystem.denyWrite.0").String() != "/elsewhere" {
+		t.Errorf("toolgate's own block was not updated: %v %v %s", changed, err, gjson.GetBytes(again, "sandbox").Raw)
+	}
+	if back, _, _ := Remove(again); string(back) != existing {
+		t.Errorf("not restored:\n%s", back)
+	}
+	for _, own := range []string{
+		`{"sandbox": {"enabled": false}}`,
+		`{"sandbox": {"enabled": true, "autoAllowBashIfSandboxed": false, "allowUnsandboxedCommands": true, "filesystem": {"denyWrite": []}}}`,
+		`{"sandbox": {"enabled": true, "autoAllowBashIfSandboxed": false, "allowUnsandboxedCommands": false, "filesystem": {"denyWrite": []}, "network": {}}}`,
+	} {
+		out, _, err := Add([]byte(own), sandboxed)
+		if err != nil || gjson.GetBytes(out, "sandbox").Raw != gjson.Get(own, "sandbox").Raw {
+			t.Errorf("the user's sandbox changed: %v %s", err, out)
+		}
+		if back, _, _ := Remove(out); string(back) != own {
+			t.Errorf("uninstall took the user's sandbox:\n got %s\nwant %s", back, own)
+		}
 	}
 }

@@ -65,6 +65,12 @@ func (t *tx) event(kind, subject string, data any) error {
 	return nil
 }
 
+// Head is the audit chain's head as committed.
+func (l *Ledger) Head() (api.ChainHead, error) {
+	h, err := l.readHead()
+	return api.ChainHead{Seq: h.Seq, Hash: h.Hash}, err
+}
+
 func (l *Ledger) readHead() (chainHead, error) {
 	var head chainHead
 	err := l.read(keyHead, &head)

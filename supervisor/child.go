@@ -2,12 +2,14 @@ package supervisor
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/toolgate/toolgate/contain"
 	"golang.org/x/sys/unix"
 )
 
@@ -82,4 +84,13 @@ func (c *child) stopGroup(grace time.Duration) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	unix.Kill(-pgid, syscall.SIGKILL)
+}
+
+// containedCommand is claude's command line as toolgate run starts it:
+// through toolgate contain when the session is contained.
+func containedCommand(level contain.Level, self, claude string, args []string) (string, []string) {
+	if !level.Contained() {
+		return claude, args
+	}
+	return self, append([]string{contain.Command, "--parent", fmt.Sprint(os.Getpid()), "--", claude}, args...)
 }

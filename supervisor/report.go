@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/contain"
 )
 
 // ReportSchemaVersion is the version of the JSON report's shape. History:
@@ -32,7 +33,12 @@ type Report struct {
 	Calls          []api.Call   `json:"calls"`
 	Counts         Counts       `json:"counts"`
 	// Containment is the boundary claude ran in.
-	Containment Level `json:"containment"`
+	Containment contain.Level `json:"containment"`
+	// AuditHead is the audit chain's head once the session's end was
+	// recorded: an export made later must hold this event with this hash
+	// (toolgate audit verify --anchor), so a report kept where the model
+	// cannot write anchors the chain.
+	AuditHead *api.ChainHead `json:"audit_head,omitempty"`
 	// GateLost says why the gate was lost during the session (replaced,
 	// or gone for good): then claude was stopped and the exit is 69.
 	GateLost string   `json:"gate_lost,omitempty"`

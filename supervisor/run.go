@@ -14,8 +14,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidwall/sjson"
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/contain"
 	"github.com/toolgate/toolgate/daemon"
 	"github.com/toolgate/toolgate/policy"
 	"github.com/toolgate/toolgate/prompttool"
@@ -32,7 +34,8 @@ type RunConfig struct {
 	ClaudeArgs      []string      // the user's own arguments
 	Hook            string        // the toolgate-hook executable
 	Self            string        // the toolgate executable (to start the daemon; the daemon must run it)
-	Containment     string        // ContainAuto (""), ContainLandlock or ContainOff
+	ConfigDir       string        // toolgate's configuration directory ($XDG_CONFIG_HOME/toolgate)
+	Containment     string        // a contain mode: contain.Auto (""), Landlock, Strict or Off
 	Version         string
 	Env             []string // claude's environment, before toolgate's additions
 	Cwd, Home       string
@@ -64,10 +67,7 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if err := claudecode.CheckArgs(cfg.ClaudeArgs); err != nil {
 		return Report{}, err
 	}
-	if cfg.Containment == "" {
-		cfg.Containment = ContainAuto
-	}
-	level, err := ContainmentLevel(cfg.Containment)
+	level, err := contain.ForRun(cfg.Containment)
 	if err != nil {
 		return Report{}, &UnavailableError{err}
 	}
@@ -95,8 +95,7 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	defer os.RemoveAll(r.files)
 	sess, err := r.client.Register(ctx, api.RegisterRequest{Policy: doc, PolicyName: cfg.PolicyPath,
 		ApprovalTimeout: api.Duration(r.timeout), OnAsk: cfg.OnAsk, Cwd: cfg.Cwd, Home: cfg.Home,
-		SupervisorPID: os.Getpid(), Tools: tools, Contained: level.Contained(),
-		Protected: []string{cfg.PolicyPath, r.files, cfg.Hook, cfg.Self, claudeDir(cfg)}})
+		SupervisorPID: os.Getpid(), Tools: tools, Contained: level.Contained(), Protected: r.protectedExtra()})
 	if err != nil {
 		return Report{}, &UnavailableError{fmt.Errorf("register the session: %w", err)}
 	}
@@ -115,7 +114,7 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 type runner struct {
 	cfg     RunConfig
 	log     *slog.Logger
-	level   Level
+	level   contain.Level
 	gate    *trustedGate
 	client  *api.Client
 	session string
@@ -198,12 +197,28 @@ func (r *runner) endOrphans(ctx context.Context) {
 	endOrphans(keep, 2*time.Second)
 }
 
+// protectedExtra is what the session's guard protects beside the gate's
+// own paths and Claude Code's settings.
+func (r *runner) protectedExtra() []string {
+	return []string{r.cfg.PolicyPath, r.files, r.cfg.Hook, r.cfg.Self, claudeDir(r.cfg)}
+}
+
+// protected is every path the session's guard protects, as the daemon's
+// guard sees them: what Claude Code's sandbox keeps Bash from writing.
+func (r *runner) protected() []string {
+	return policy.NewGuard(policy.GuardPaths{Gate: r.cfg.Paths, ConfigDir: r.cfg.ConfigDir, Exe: r.cfg.Self,
+		ClaudeDir: claudeDir(r.cfg), Project: r.cfg.Cwd, Extra: r.protectedExtra()}).Protected
+}
+
 // claudeArgs writes the settings and MCP config files (0600, in a private
 // temporary directory: the prompt tool's token is never on a command line)
 // and returns claude's arguments: toolgate's, then the user's.
 func (r *runner) claudeArgs(dir string, host *prompttool.Host) ([]string, error) {
 	settings := claudecode.HooksSettings(claudecode.CommandLine(r.cfg.Hook),
 		api.PreToolUse, api.PostToolUse, api.PostToolUseFailure, api.PostToolBatch)
+	if r.level.Sandboxed() {
+		settings, _ = sjson.SetRawBytes(settings, "sandbox", claudecode.SandboxSettings(r.protected()))
+	}
 	// The CLI's own timeout for the prompt tool must be longer than any
 	// approval wait, so that the gate's expiry always answers first.
 	mcpTimeout := (r.timeout + 5*time.Minute).Milliseconds()
@@ -230,9 +245,9 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	defer cancel()
 	var warnings []string
 	spooled, _ := api.ReadSpool(r.spool) // before the daemon, at the session's end, ingests and removes it
-	_, err := r.client.EndSession(ctx, r.session)
+	ended, err := r.client.EndSession(ctx, r.session)
 	if api.IsUnavailable(err) && r.gate.restart(ctx) {
-		_, err = r.client.EndSession(ctx, r.session)
+		ended, err = r.client.EndSession(ctx, r.session)
 	}
 	if err != nil {
 		warnings = append(warnings, "end the session: "+err.Error())
@@ -246,7 +261,7 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	warnings = append(warnings, report.addUnrecorded(r.answered)...)
 	r.mu.Unlock()
 	report.SessionID, report.StartedAt, report.EndedAt = r.session, started, time.Now().UTC()
-	report.ClaudeExitCode, report.Containment = claudeCode, r.level
+	report.ClaudeExitCode, report.Containment, report.AuditHead = claudeCode, r.level, ended.AuditHead
 	report.ExitCode = report.exitCode()
 	if lost := r.gate.Lost(); lost != nil || recErr != nil {
 		if lost != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/ledger"
 )
@@ -59,5 +60,26 @@ func TestAuditVerifyFileOffline(t *testing.T) {
 	}
 	if code, _, _ := run(t, "", "audit", "verify", "--offline", "--file", filepath.Join(t.TempDir(), "none")); code != exitNoInput {
 		t.Errorf("missing file: %d", code)
+	}
+}
+
+// --anchor: the file must hold the named event with the named hash.
+func TestAuditVerifyAnchor(t *testing.T) {
+	data := exportOf(t)
+	export := writeFile(t, "audit.jsonl", data)
+	first := strings.SplitN(data, "\n", 2)[0]
+	hash := gjson.Get(first, "hash").String()
+	if code, _, errOut := run(t, "", "audit", "verify", "--offline", "--file", export, "--anchor", "1:"+hash); code != 0 {
+		t.Errorf("the genuine anchor: %d %s", code, errOut)
+	}
+	other := strings.Repeat("0", 64)
+	if code, _, errOut := run(t, "", "audit", "verify", "--offline", "--file", export, "--anchor", "1:"+other); code != exitDataErr || !strings.Contains(errOut, "(rewritten)") {
+		t.Errorf("another hash: %d %s", code, errOut)
+	}
+	if code, _, errOut := run(t, "", "audit", "verify", "--offline", "--file", export, "--anchor", "99:"+hash); code != exitDataErr || !strings.Contains(errOut, "(truncated)") {
+		t.Errorf("an event the file lacks: %d %s", code, errOut)
+	}
+	if code, _, _ := run(t, "", "audit", "verify", "--offline", "--file", export, "--anchor", "1"); code != exitUsage {
+		t.Errorf("a malformed anchor: %d", code)
 	}
 }

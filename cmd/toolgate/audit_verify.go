@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
+	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/urfave/cli/v2"
@@ -29,14 +33,18 @@ the file's last line names the record). A file whose tail was cut, or whose
 chain was rewritten and hashed again, fails the second check. --offline
 checks the file's chain alone (no ledger at hand): that finds a modified,
 missing or reordered event, but neither a cut tail nor a chain rewritten
-whole. Quiet when all holds; --json prints the event count and the head hash
-either way.
+whole. --anchor SEQ:HASH (a run report's audit_head, kept where the model
+cannot write) checks that event SEQ has that hash, in the file or in the
+ledger: that finds a chain rewritten whole, even without the ledger or with a
+ledger rewritten too. Quiet when all holds; --json prints the event count and
+the head hash either way.
 
 EXAMPLES
    toolgate audit verify
    toolgate audit verify --ledger /srv/backup/toolgate-ledger
    toolgate audit verify --file audit.jsonl --json
    toolgate audit verify --file audit.jsonl --offline
+   toolgate audit verify --file audit.jsonl --offline --anchor "$(jq -r '"\(.audit_head.seq):\(.audit_head.hash)"' run.json)"
 
 EXIT STATUS
    0    the chain is intact
@@ -46,14 +54,19 @@ EXIT STATUS
 		Flags: []cli.Flag{ledgerFlag(),
 			&cli.StringFlag{Name: "file", Usage: "verify an exported chain (JSON lines) instead of a ledger"},
 			&cli.BoolFlag{Name: "offline", Usage: "with --file: check the file's chain alone, not against the ledger's record of the export"},
+			&cli.StringSliceFlag{Name: "anchor", Usage: "SEQ:HASH, an event the chain must hold with that hash (a run report's audit_head); repeatable"},
 			jsonFlag()},
 		Action: func(cliCtx *cli.Context) error {
 			ledgerDir := ""
 			if cliCtx.IsSet("ledger") {
 				ledgerDir = cliCtx.String("ledger")
 			}
+			anchors, err := parseAnchors(cliCtx.StringSlice("anchor"))
+			if err != nil {
+				return err
+			}
 			return runAuditVerify(cliCtx.Context, cliCtx.App.Writer, verifyOptions{ledgerDir: ledgerDir, file: cliCtx.String("file"),
-				offline: cliCtx.Bool("offline"), asJSON: cliCtx.Bool("json")})
+				offline: cliCtx.Bool("offline"), asJSON: cliCtx.Bool("json"), anchors: anchors})
 		},
 	}
 }
@@ -66,6 +79,60 @@ type verifyJSON struct {
 type verifyOptions struct {
 	ledgerDir, file string
 	offline, asJSON bool
+	anchors         []api.ChainHead
+}
+
+// parseAnchors reads --anchor values, SEQ:HASH.
+func parseAnchors(values []string) ([]api.ChainHead, error) {
+	var out []api.ChainHead
+	for _, v := range values {
+		seq, hash, ok := strings.Cut(v, ":")
+		n, err := strconv.ParseUint(seq, 10, 64)
+		if !ok || err != nil || n == 0 || len(hash) != 64 {
+			return nil, usagef("--anchor %q: want SEQ:HASH, as a report's audit_head gives them (seq, then the 64 hex digits of hash)", v)
+		}
+		out = append(out, api.ChainHead{Seq: n, Hash: hash})
+	}
+	return out, nil
+}
+
+// checkAnchors checks that the chain holds each anchor's event with its
+// hash; event gives an event's hash, or "" when the chain has none.
+func checkAnchors(anchors []api.ChainHead, event func(seq uint64) (string, error)) error {
+	for _, a := range anchors {
+		hash, err := event(a.Seq)
+		switch {
+		case err != nil:
+			return err
+		case hash == "":
+			return &api.ChainError{Seq: a.Seq, Problem: "truncated", Detail: fmt.Sprintf("the chain has no event %d, which the anchor names", a.Seq)}
+		case hash != a.Hash:
+			return &api.ChainError{Seq: a.Seq, Problem: "rewritten", Detail: fmt.Sprintf("event %d does not have the hash the anchor names: the chain was rewritten", a.Seq)}
+		}
+	}
+	return nil
+}
+
+// fileEvents reads the hash of every anchored event of an export file.
+func fileEvents(path string, anchors []api.ChainHead) (func(uint64) (string, error), error) {
+	want := map[uint64]bool{}
+	for _, a := range anchors {
+		want[a.Seq] = true
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	found := map[uint64]string{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	for sc.Scan() {
+		if seq := gjson.GetBytes(sc.Bytes(), "seq").Uint(); want[seq] {
+			found[seq] = gjson.GetBytes(sc.Bytes(), "hash").String()
+		}
+	}
+	return func(seq uint64) (string, error) { return found[seq], nil }, sc.Err()
 }
 
 func runAuditVerify(ctx context.Context, w io.Writer, opts verifyOptions) error {
@@ -76,8 +143,17 @@ func runAuditVerify(ctx context.Context, w io.Writer, opts verifyOptions) error 
 	} else {
 		err = withAuditor(ctx, opts.ledgerDir, func(c *api.Client) error {
 			var err error
-			res, err = c.VerifyAudit(ctx)
-			return err
+			if res, err = c.VerifyAudit(ctx); err != nil || res.Broken != nil {
+				return err
+			}
+			return checkAnchors(opts.anchors, func(seq uint64) (string, error) {
+				raw, err := c.AuditEvent(ctx, seq)
+				var se *api.StatusError
+				if errors.As(err, &se) && se.Err.Code == "not_found" {
+					return "", nil
+				}
+				return gjson.GetBytes(raw, "hash").String(), err
+			})
 		})
 	}
 	if err != nil && !errors.As(err, &res.Broken) {
@@ -110,8 +186,20 @@ func verifyFile(ctx context.Context, opts verifyOptions) (api.VerifyResult, erro
 	}
 	defer f.Close()
 	res, trailer, err := ledger.VerifyExport(f)
-	if err != nil || opts.offline {
+	if err != nil {
 		return res, err
+	}
+	if len(opts.anchors) > 0 {
+		events, err := fileEvents(opts.file, opts.anchors)
+		if err != nil {
+			return res, err
+		}
+		if err := checkAnchors(opts.anchors, events); err != nil {
+			return res, err
+		}
+	}
+	if opts.offline {
+		return res, nil
 	}
 	if trailer == nil {
 		return res, ledger.CheckExport(res, nil, ledger.Event{})

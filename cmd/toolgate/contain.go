@@ -3,7 +3,7 @@ package main
 import (
 	"os"
 
-	"github.com/toolgate/toolgate/supervisor"
+	"github.com/toolgate/toolgate/contain"
 	"github.com/urfave/cli/v2"
 )
 
@@ -11,7 +11,7 @@ import (
 // the session's Landlock domain, then becomes claude. It is not for people.
 func containCommand() *cli.Command {
 	return &cli.Command{
-		Name:      supervisor.ContainCommand,
+		Name:      contain.Command,
 		Hidden:    true,
 		Usage:     "start a command contained (toolgate run uses it)",
 		ArgsUsage: "--parent PID -- COMMAND [ARGS]",
@@ -23,7 +23,7 @@ EXIT STATUS
    N    the command's own, once it runs`,
 		Flags: []cli.Flag{&cli.IntFlag{Name: "parent", Usage: "the pid of the toolgate run this belongs to", Required: true}},
 		Action: func(cliCtx *cli.Context) error {
-			err := supervisor.Contain(cliCtx.Args().Slice(), os.Environ(), cliCtx.Int("parent"))
+			err := contain.Contain(cliCtx.Args().Slice(), os.Environ(), cliCtx.Int("parent"))
 			return &gateUnavailable{err}
 		},
 	}

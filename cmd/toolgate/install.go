@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/contain"
 	"github.com/toolgate/toolgate/hook"
 	"github.com/toolgate/toolgate/install"
 	"github.com/toolgate/toolgate/policy"
@@ -29,6 +32,15 @@ approval record and waits up to --approval-timeout for toolgate approve, watch
 or notify. When nobody decides in time it answers nothing, so Claude Code's own
 dialog decides (claude -p denies); the audit says handed_to_claude.
 
+The sessions' boundary is Claude Code's own sandbox for Bash (bubblewrap and
+socat): install adds a "sandbox" block beside the hooks that runs every Bash
+command sandboxed, never outside it, and keeps it from writing toolgate's
+files. Commands then write only under the project, and reach the network
+through Claude Code's proxy, which asks for each new domain. Without bubblewrap
+or socat it says so and installs the hooks alone (--containment sandbox refuses
+instead); --containment off leaves the sandbox out. A file whose settings
+configure the sandbox themselves keeps its own block.
+
 The file is edited in place: everything else in it stays as it was, installing
 twice changes nothing, and toolgate uninstall takes out exactly what install
 put in. A settings file that is not valid JSON is refused, never rewritten.
@@ -44,6 +56,7 @@ EXIT STATUS
    64   bad command line
    65   the settings file is not valid JSON: it was left untouched
    66   the policy file or the hook binary does not exist
+   69   --containment sandbox, and Claude Code's sandbox cannot run here
    78   the policy document is invalid`,
 		Flags: []cli.Flag{
 			scopeFlag(),
@@ -52,6 +65,8 @@ EXIT STATUS
 			&cli.DurationFlag{Name: "approval-timeout", Usage: "how long an ask waits for toolgate's approvers before Claude Code's own dialog decides",
 				Value: api.DefaultInstalledApprovalTimeout},
 			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
+			&cli.StringFlag{Name: "containment", Usage: "auto (Claude Code's Bash sandbox where bubblewrap and socat are installed), sandbox (or refuse), or off",
+				Value: contain.InstallAuto},
 			jsonFlag(),
 		},
 		Action: func(cliCtx *cli.Context) error {
@@ -67,6 +82,12 @@ EXIT STATUS
 			if err != nil {
 				return settingsError(err)
 			}
+			if doc, _ := os.ReadFile(path); opts.Sandbox != nil {
+				if sb := gjson.GetBytes(doc, "sandbox"); !install.IsToolgateSandbox(sb) {
+					fmt.Fprintf(cliCtx.App.ErrWriter, "toolgate: %s configures Claude Code's sandbox itself: left as it is. "+
+						"For the boundary toolgate needs, set in it: %s\n", path, opts.Sandbox)
+				}
+			}
 			return installReport(cliCtx, path, changed, opts.Command())
 		},
 	}
@@ -77,8 +98,9 @@ func uninstallCommand() *cli.Command {
 		Name:  "uninstall",
 		Usage: "take toolgate's hook out of Claude Code's settings",
 		Description: `Removes every toolgate-hook entry from the user's or the project's Claude Code
-settings, and the hook events and "hooks" object that held only them; the rest
-of the file stays as it was, byte for byte. A settings file toolgate created is
+settings, and the hook events and "hooks" object that held only them, and the
+"sandbox" block install added (one the user changed since is theirs, and
+stays); the rest of the file stays as it was, byte for byte. A settings file toolgate created is
 removed once it holds nothing. Running sessions keep their hooks until they end.
 
 EXAMPLES
@@ -164,7 +186,33 @@ func installOptions(cliCtx *cli.Context, project string) (install.Options, error
 			policyPath = rel
 		}
 	}
-	return install.Options{Hook: hookPath, Policy: policyPath, ApprovalTimeout: timeout, PermissionMargin: hook.PermissionMargin}, nil
+	o := install.Options{Hook: hookPath, Policy: policyPath, ApprovalTimeout: timeout, PermissionMargin: hook.PermissionMargin}
+	level, err := contain.ForInstall(cliCtx.String("containment"))
+	if err != nil {
+		return install.Options{}, &gateUnavailable{err}
+	}
+	if level.Sandboxed() {
+		o.Sandbox = claudecode.SandboxSettings(installProtected(hookPath, policyPath))
+	} else {
+		fmt.Fprintf(cliCtx.App.ErrWriter, "toolgate: WARNING: installed sessions run uncontained: %s\n", level.Detail)
+	}
+	return o, nil
+}
+
+// installProtected is what Claude Code's sandbox must keep the model's
+// commands from writing, beyond what it protects itself (everything outside
+// the project, and Claude Code's own settings files in it): for a project
+// in which toolgate's files lie, and for a sandbox with allowWrite paths.
+func installProtected(hookPath, policyPath string) []string {
+	p := gatePaths(os.Getenv(ledgerEnv))
+	out := []string{p.RuntimeDir, p.StateDir, p.LedgerDir(), xdgDir("XDG_CONFIG_HOME", ".config"), hookPath, policyPath}
+	if self, err := os.Executable(); err == nil {
+		out = append(out, self)
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		out = append(out, filepath.Dir(install.UserSettings(os.Getenv, home)))
+	}
+	return out
 }
 
 func settingsError(err error) error {

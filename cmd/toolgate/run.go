@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/contain"
 	"github.com/toolgate/toolgate/supervisor"
 	"github.com/urfave/cli/v2"
 )
@@ -28,16 +29,30 @@ and exits with a code a script can branch on.
 The first word after -- is the claude executable; without it, --claude (or
 TOOLGATE_CLAUDE, or claude on PATH) is used.
 
+claude runs contained (--containment auto, the default): inside a Landlock
+domain, so that nothing the model runs, detached or not, can signal the daemon,
+this process or an approver, or approve a call (its processes carry
+no_new_privs, which the daemon refuses as approvers). Without Landlock ABI 6
+(Linux 6.12) it warns and runs uncontained. --containment strict adds Claude
+Code's sandbox around Bash (bubblewrap and socat): no Unix sockets, writes only
+under the project and never to toolgate's files; commands then reach the
+network only through Claude Code's proxy. run also checks, for the whole
+session, that the daemon answering is the one it trusts: a daemon replaced or
+gone makes every call deny gate_unavailable, stops claude, and exits 69.
+
 EXAMPLES
    toolgate run --policy policy.json -- claude -p "fix the failing test"
    toolgate run --report run.json --approval-timeout 10m -- claude -p --output-format json "tidy up"
    toolgate run --on-ask deny -- claude -p "nightly cleanup"   # unattended: asks are denied no_approver
+   toolgate run --containment strict -- claude -p "refactor"    # Bash in Claude Code's sandbox too
 
 EXIT STATUS
    0    claude succeeded and no call was denied
    N    claude's own exit code, when it failed for its own reasons
    64   bad command line, or claude arguments that would bypass the gate
-   69   the gate could not start (daemon or ledger); claude was not started
+   69   the gate could not start (daemon, ledger, or the containment asked for);
+        claude was not started. Or the gate was lost during the session (its
+        daemon replaced or gone): claude was stopped, the report says why
    75   at least one approval expired (a timeout: retry later)
    77   at least one call was denied (policy, person, schema ...), none expired
    78   the policy document is invalid; claude was not started`,
@@ -48,7 +63,7 @@ EXIT STATUS
 			&cli.StringFlag{Name: "on-ask", Usage: "wait (for a person) or deny (unattended)", EnvVars: []string{"TOOLGATE_ON_ASK"}, Value: "wait"},
 			&cli.StringFlag{Name: "claude", Usage: "the claude executable", EnvVars: []string{"TOOLGATE_CLAUDE"}, Value: "claude"},
 			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
-			&cli.StringFlag{Name: "containment", Usage: "auto (Landlock where the kernel has it), landlock (or refuse to start), or off", EnvVars: []string{"TOOLGATE_CONTAINMENT"}, Value: supervisor.ContainAuto},
+			&cli.StringFlag{Name: "containment", Usage: "auto (Landlock where the kernel has it), landlock (or refuse to start), strict (Landlock and Claude Code's Bash sandbox, or refuse to start), or off", EnvVars: []string{"TOOLGATE_CONTAINMENT"}, Value: contain.Auto},
 		},
 		Action: func(cliCtx *cli.Context) error {
 			cfg, err := newRunConfig(cliCtx)
@@ -110,6 +125,7 @@ func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 		ApprovalTimeout: cliCtx.Duration("approval-timeout"),
 		OnAsk:           onAsk,
 		Containment:     cliCtx.String("containment"),
+		ConfigDir:       xdgDir("XDG_CONFIG_HOME", ".config"),
 		Claude:          claudePath,
 		ClaudeArgs:      args,
 		Hook:            hook,
