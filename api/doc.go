@@ -41,6 +41,9 @@
 //	POST /v1/prompt                  PromptRequest -> Verdict (an ask carries approval_id)
 //	POST /v1/approvals/{id}/wait     -> Verdict, once a person decided or it expired
 //	POST /v1/sessions/{id}/claude    ClaudePIDRequest
+//	POST /v1/sessions/{id}/outcomes  OutcomesRequest -> OutcomesResponse: which
+//	                                 calls ran, what the model saw (the session's
+//	                                 owner only)
 //
 // A hook event of a session that toolgate install's hook reports
 // (HookRequest.Installed) registers that session on first sight, under
@@ -87,7 +90,10 @@ package api
 //   - 5: 2026-12-01: DecideRequest.ViaPID: the notification server a
 //     click came through, refused as an approver would be; ending a
 //     session answers an EndedSession, with the audit chain's head.
-const ProtocolVersion = 5
+//   - 6: 2026-12-02: POST /v1/sessions/{id}/outcomes: toolgate run reports
+//     which calls ran and what the model saw, read from Claude Code's
+//     transcript, in place of the PostToolUse and PostToolBatch events.
+const ProtocolVersion = 6
 
 // HeaderProtocol carries ProtocolVersion on every request and response.
 const HeaderProtocol = "Toolgate-Protocol"
@@ -102,4 +108,5 @@ const (
 	RouteCalls        = "GET /v1/calls"
 	RouteHook         = "POST /v1/hook"
 	RoutePrompt       = "POST /v1/prompt"
+	RouteOutcomes     = "POST /v1/sessions/{id}/outcomes"
 )

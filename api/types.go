@@ -75,6 +75,32 @@ type HookResponse struct {
 	Verdict *Verdict `json:"verdict,omitempty"`
 }
 
+// OutcomesRequest reports what became of calls of a session once they
+// were decided, as toolgate run reads it from Claude Code's transcript
+// (POST /v1/sessions/{id}/outcomes, only from the session's owner).
+type OutcomesRequest struct {
+	Outcomes []Outcome `json:"outcomes"`
+}
+
+// OutcomesResponse names the calls that ran without ever being proposed
+// to the gate: Claude Code's hook did not reach it.
+type OutcomesResponse struct {
+	Undecided []string `json:"undecided,omitempty"`
+}
+
+// Outcome is what became of one call: whether Claude Code ran it, and the
+// tool_result the model saw. ToolName and Input come with it so that a
+// call the gate never saw proposed is recorded all the same.
+type Outcome struct {
+	ToolUseID string          `json:"tool_use_id"`
+	ToolName  string          `json:"tool_name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	Ran       bool            `json:"ran"`               // Claude Code's permission flow let it run
+	Failed    bool            `json:"failed,omitempty"`  // it ran and failed
+	Outcome   string          `json:"outcome,omitempty"` // "ok", or the error, in short
+	Seen      string          `json:"seen"`              // the tool_result's text
+}
+
 // PromptRequest is one permission_prompt call.
 type PromptRequest struct {
 	SessionID string          `json:"session_id"`

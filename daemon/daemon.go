@@ -216,6 +216,7 @@ func (d *Daemon) handler() http.Handler {
 	mux.HandleFunc(api.RoutePrompt, d.handlePrompt)
 	mux.HandleFunc(api.RouteWait, d.handleWait)
 	mux.HandleFunc(api.RouteClaudePID, d.handleClaudePID)
+	mux.HandleFunc(api.RouteOutcomes, d.handleOutcomes)
 	return d.guard(mux)
 }
 
@@ -432,4 +433,23 @@ func (d *Daemon) handlePrompt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, v)
+}
+
+// handleOutcomes records what became of a session's calls: only its owner
+// (the toolgate run that reads Claude Code's transcript) may report them.
+func (d *Daemon) handleOutcomes(w http.ResponseWriter, r *http.Request) {
+	var req api.OutcomesRequest
+	if !decodeRequest(w, r, &req) {
+		return
+	}
+	s, ok := d.ownedSession(w, r, "report what its calls did")
+	if !ok {
+		return
+	}
+	undecided, err := d.gate.outcomes(r.Context(), s, req.Outcomes)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, api.OutcomesResponse{Undecided: undecided})
 }
