@@ -118,11 +118,15 @@ func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener) erro
 	errc := make(chan error, 2)
 	go func() { errc <- gateSrv.Serve(gateLn) }()
 	go func() { errc <- approveSrv.Serve(approveLn) }()
+	// The socket files are held before anyone is told the daemon is
+	// ready: a file put in their place from then on is never taken for
+	// the daemon's own.
+	held := map[string]*socketFile{d.cfg.Paths.Socket(): holdSocketFile(d.cfg.Paths.Socket()),
+		d.cfg.Paths.ApproveSocket(): holdSocketFile(d.cfg.Paths.ApproveSocket())}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		d.keepSockets(ctx, map[string]*http.Server{d.cfg.Paths.Socket(): gateSrv, d.cfg.Paths.ApproveSocket(): approveSrv},
-			map[string]net.Listener{d.cfg.Paths.Socket(): gateLn, d.cfg.Paths.ApproveSocket(): approveLn})
+		d.keepSockets(ctx, map[string]*http.Server{d.cfg.Paths.Socket(): gateSrv, d.cfg.Paths.ApproveSocket(): approveSrv}, held)
 	}()
 	if d.cfg.Ready != nil {
 		fmt.Fprintln(d.cfg.Ready, "ready")

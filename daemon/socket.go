@@ -106,11 +106,7 @@ const socketCheck = time.Second
 // for the gate, or to cut sessions off it) is bound again, and the server
 // serves the new listener too. The daemon holds the daemon lock, so the
 // path is its to take back.
-func (d *Daemon) keepSockets(ctx context.Context, servers map[string]*http.Server, listeners map[string]net.Listener) {
-	held := map[string]*socketFile{}
-	for path := range listeners {
-		held[path] = holdSocketFile(path)
-	}
+func (d *Daemon) keepSockets(ctx context.Context, servers map[string]*http.Server, held map[string]*socketFile) {
 	defer func() {
 		for _, f := range held {
 			f.close()
