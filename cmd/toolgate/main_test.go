@@ -131,7 +131,7 @@ func TestPolicyExportSettings(t *testing.T) {
 		}
 		return false
 	}
-	if !has(s.Permissions.Deny, "Bash(rm -rf *)") || !has(s.Permissions.Ask, "Bash(git push *)") ||
+	if !has(s.Permissions.Deny, "Bash(rm -r *)") || !has(s.Permissions.Ask, "Bash(git push *)") ||
 		!has(s.Permissions.Allow, "Read(./**)") || !has(s.Permissions.Ask, "mcp__github__*") {
 		t.Errorf("permissions: %+v", s.Permissions)
 	}
