@@ -232,6 +232,10 @@ func (c *condition) shellOps(d ConditionDoc, effect api.Effect, desc []string) [
 		c.ops = append(c.ops, commandOp{prefixes: newPrefixes(d.Command), effect: effect})
 		desc = append(desc, fmt.Sprintf("command %s", describePrefixes(d.Command)))
 	}
+	if d.ArgumentUnder != nil {
+		c.ops = append(c.ops, argumentUnderOp{dirs: d.ArgumentUnder, effect: effect})
+		desc = append(desc, fmt.Sprintf("argument_under [%s]", strings.Join(d.ArgumentUnder, " | ")))
+	}
 	return desc
 }
 
