@@ -24,7 +24,8 @@
 // where relative paths resolve (cwd.go). A script is unknown when it may run
 // what the walk cannot see, and unsound when it uses anything the allow side
 // does not fully understand; matching (command.go, matcher.go, argpath.go)
-// reads both.
+// reads both. The allow side is checked against the real bash by the
+// differential fuzzer in bashdiff_test.go.
 //
 // The package is pure: it never touches the ledger, sockets or the
 // environment. It must not import the ledger.

@@ -137,3 +137,27 @@ func TestInterpretersThatStayAllowed(t *testing.T) {
 		}
 	}
 }
+
+// Found by the differential fuzzer: bash runs the program time after a
+// pipe (the keyword only starts a pipeline), and a wrapper's options end
+// with its operands (timeout 1 -a runs "-a").
+func TestWhatBashRunsAfterAPipeOrOperands(t *testing.T) {
+	p := mustParse(t, `{"version":1,"default":"ask","rules":[
+		{"id":"deny-rm","effect":"deny","tool":"Bash","reason_code":"x","input":{"command":{"command":[["rm"]]}}},
+		{"id":"allow","effect":"allow","tool":"Bash","input":{"command":{"command":[["ls"],["exit"],["timeout"],["env"]]}}}]}`)
+	for command, want := range map[string]api.Effect{
+		"ls | time exit":  api.EffectAsk, // the program time, which is not allowed
+		"time ls | ls":    api.EffectAllow,
+		"ls | ! time ls":  api.EffectDeny, // mvdan does not parse it: unknown
+		"ls | time rm x":  api.EffectDeny,
+		"timeout 1 -a":    api.EffectAsk, // runs the program -a
+		"timeout 1 ls -a": api.EffectAllow,
+		"env X=1 -i":      api.EffectAsk, // runs the program -i
+		"env -i X=1 ls":   api.EffectAllow,
+		"ls \x00; rm x":   api.EffectDeny,
+	} {
+		if d := p.Decide(call("Bash", jsonString(command))); d.Effect != want {
+			t.Errorf("%q: %s, want %s", command, d.Effect, want)
+		}
+	}
+}
