@@ -9,6 +9,9 @@ import (
 
 // word walks what runs inside a word and returns what the shell makes of it.
 func (w *walker) word(wd *syntax.Word) word {
+	if wd == nil {
+		return literalWord("")
+	}
 	w.expansions(wd)
 	return resolve(wd, w.src)
 }
@@ -17,6 +20,9 @@ func (w *walker) word(wd *syntax.Word) word {
 // of $(...) and <(...), arithmetic, parameter expansions that do more than
 // substitute a value.
 func (w *walker) expansions(wd *syntax.Word) {
+	if wd == nil {
+		return // ${x/} has no pattern
+	}
 	for _, part := range wd.Parts {
 		w.wordPart(part)
 	}
@@ -71,9 +77,7 @@ func (w *walker) paramExp(p *syntax.ParamExp) {
 	}
 	if p.Repl != nil {
 		w.expansions(p.Repl.Orig)
-		if p.Repl.With != nil {
-			w.expansions(p.Repl.With)
-		}
+		w.expansions(p.Repl.With)
 	}
 	if p.Exp != nil {
 		w.paramOp(p.Exp)
@@ -81,9 +85,7 @@ func (w *walker) paramExp(p *syntax.ParamExp) {
 }
 
 func (w *walker) paramOp(e *syntax.Expansion) {
-	if e.Word != nil {
-		w.expansions(e.Word)
-	}
+	w.expansions(e.Word)
 	switch e.Op {
 	case syntax.AssignUnset, syntax.AssignUnsetOrNull:
 		w.setsStrings = true

@@ -68,13 +68,22 @@ func (ev *evalCtx) script(src string) *script {
 	return s
 }
 
+// matcherFailed starts the reason of a script the walk failed on.
+const matcherFailed = "the matcher failed on this script"
+
 // maxNesting bounds bash -c inside bash -c: deeper scripts are not understood.
 const maxNesting = 8
 
 // parseScript analyses a command line for the session's working directory
 // and home.
-func parseScript(src, cwd, home string) *script {
-	s := &script{}
+func parseScript(src, cwd, home string) (s *script) {
+	s = &script{}
+	defer func() {
+		if r := recover(); r != nil { // a bug in the walk must not loosen a decision
+			s = &script{}
+			s.setUnknown(fmt.Sprintf("%s: %v", matcherFailed, r))
+		}
+	}()
 	if strings.IndexByte(src, 0) >= 0 {
 		// No shell gets a NUL byte through; one that drops it runs
 		// something other than what the matcher would read.
