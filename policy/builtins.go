@@ -130,7 +130,7 @@ func (w *walker) optionNames(name string, args []word) {
 	for i, a := range args {
 		switch {
 		case !a.known:
-			if name != "wait" {
+			if name != "wait" && (name == "printf" || mayBeUnary(args, i)) {
 				w.evalsVars = true // it could be -v
 			}
 		case a.s == "-v" && name != "wait" || a.s == "-R" && name != "printf" || a.s == "-p" && name == "wait":
@@ -150,6 +150,28 @@ func (w *walker) optionNames(name string, args []word) {
 			return // the format: options end
 		}
 	}
+}
+
+// testBinary are test's binary operators.
+var testBinary = map[string]bool{"=": true, "==": true, "!=": true, "<": true, ">": true, "-eq": true,
+	"-ne": true, "-lt": true, "-le": true, "-gt": true, "-ge": true, "-nt": true, "-ot": true, "-ef": true}
+
+// mayBeUnary reports whether the unknown word args[i] of test may be read
+// as a unary operator such as -v: it may when unquoted (it can become
+// several words), and when quoted unless an operator precedes it (-n "$x")
+// or follows it ("$x" = y), or nothing follows it.
+func mayBeUnary(args []word, i int) bool {
+	if args[i].split {
+		return true
+	}
+	if i > 0 && args[i-1].known && (strings.HasPrefix(args[i-1].s, "-") || testBinary[args[i-1].s]) {
+		return false
+	}
+	next := i + 1
+	if next == len(args) || next == len(args)-1 && args[next].known && args[next].s == "]" {
+		return false
+	}
+	return !(args[next].known && testBinary[args[next].s])
 }
 
 // shellState handles builtins that change how the shell itself behaves;

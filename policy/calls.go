@@ -236,8 +236,22 @@ func (w *walker) assign(a *syntax.Assign) word {
 		return word{}
 	}
 	v := w.word(a.Value)
-	if a.Append || !v.known || !isNumber(v.s) {
+	if a.Append || !(v.known && isNumber(v.s) || arithmeticOnly(a.Value)) {
 		w.setsStrings = true
 	}
 	return v
+}
+
+// arithmeticOnly reports whether a word is one $((...)), whose value is a
+// number.
+func arithmeticOnly(wd *syntax.Word) bool {
+	if len(wd.Parts) != 1 {
+		return false
+	}
+	part := wd.Parts[0]
+	if dq, ok := part.(*syntax.DblQuoted); ok && len(dq.Parts) == 1 {
+		part = dq.Parts[0]
+	}
+	_, ok := part.(*syntax.ArithmExp)
+	return ok
 }

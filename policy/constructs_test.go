@@ -109,6 +109,26 @@ func TestExplainAllowMiss(t *testing.T) {
 	}
 }
 
+// Taking a variable from a command's output and testing it is common
+// and is not unknown; a test word that may become -v NAME is, once the
+// script sets variables.
+func TestTestOperandsAndVariables(t *testing.T) {
+	_, deny := constructPolicies(t)
+	for script, denied := range map[string]bool{
+		`id=$(ls | head -n 1); if [ -n "$id" ]; then echo "$id"; fi`: false,
+		`x=$(ls); [ "$x" = a ] && [ "$x" != b ] && test -z "$x"`:     false,
+		`for f in *.txt; do [ -f "$f" ] && echo "$f"; done`:          false,
+		`x=$(ls); [ "$x" ]`:               false,
+		`x=$(ls); [ -n $x ]`:              true,  // $x may be "a -o -v b[$(rm y)]"
+		`x=$(ls); y=$(ls); [ "$x" "$y" ]`: true,  // "$x" may be -v
+		`[ -n $x ]`:                       false, // nothing in the script sets x
+	} {
+		if got := deny.Decide(call("Bash", jsonString(script))).Effect == api.EffectDeny; got != denied {
+			t.Errorf("%q: denied = %v, want %v", script, got, denied)
+		}
+	}
+}
+
 // The matcher's walk refuses a node type it does not know, such as one a
 // newer parser adds: allow misses, deny and ask match.
 func TestUnknownNodeType(t *testing.T) {
