@@ -35,7 +35,7 @@ type Change struct {
 
 // Trace is what one run of bash did.
 type Trace struct {
-	Execs    []Exec // the first is bash itself
+	Execs    []Exec // the first is bash itself; none when killed before it started
 	Changes  []Change
 	Chdir    bool // the script changed directory at least once
 	TimedOut bool // killed after the timeout; the trace holds what ran until then
@@ -87,7 +87,7 @@ func Bash(dir, script string, env []string, timeout time.Duration) (*Trace, erro
 		return nil, err
 	}
 	t.TimedOut = ctx.Err() != nil
-	if len(t.Execs) == 0 {
+	if len(t.Execs) == 0 && !t.TimedOut {
 		return nil, fmt.Errorf("strace ran nothing (%v): %s", runErr, strings.TrimSpace(stderr.String()))
 	}
 	return t, nil
