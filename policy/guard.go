@@ -65,7 +65,7 @@ func (g *Guard) check(c Call) (rule, why string, denied bool) {
 // protects returns the protected path p is (or is under), symbolic links
 // resolved as far as they exist, or "".
 func (g *Guard) protects(p string) string {
-	for _, candidate := range []string{p, resolve(p)} {
+	for _, candidate := range []string{p, resolveLinks(p)} {
 		for _, prot := range g.Protected {
 			if candidate == prot || strings.HasPrefix(candidate, strings.TrimSuffix(prot, "/")+"/") {
 				return prot
@@ -75,8 +75,8 @@ func (g *Guard) protects(p string) string {
 	return ""
 }
 
-// resolve resolves the symbolic links of the longest part of p that exists.
-func resolve(p string) string {
+// resolveLinks resolves the symbolic links of the longest part of p that exists.
+func resolveLinks(p string) string {
 	rest := ""
 	for dir := p; dir != "/" && dir != "."; dir = filepath.Dir(dir) {
 		if real, err := filepath.EvalSymlinks(dir); err == nil {
@@ -195,7 +195,7 @@ func NewGuard(gp GuardPaths) *Guard {
 		}
 		p = path.Clean(p)
 		g.Protected = append(g.Protected, p)
-		if real := resolve(p); real != p {
+		if real := resolveLinks(p); real != p {
 			g.Protected = append(g.Protected, real)
 		}
 	}

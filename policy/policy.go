@@ -15,10 +15,11 @@ type Policy struct {
 	Default api.Effect // the document's "default"
 	SHA256  string     // hex sha256 of the document's bytes, as read
 
-	doc     Document
-	rules   []*rule
-	byOrder [3]ruleIndex // deny, ask, allow
-	schemas *SchemaSet
+	doc      Document
+	rules    []*rule
+	warnings []*LoadError
+	byOrder  [3]ruleIndex // deny, ask, allow
+	schemas  *SchemaSet
 }
 
 // ruleIndex holds the rules of one effect: by exact tool name, and the ones

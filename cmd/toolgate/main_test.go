@@ -64,6 +64,23 @@ func TestPolicyCheck(t *testing.T) {
 	}
 }
 
+// A prefix that can never match is a warning in FILE:LINE:COL form; the
+// policy stays valid.
+func TestPolicyCheckWarns(t *testing.T) {
+	p := writeFile(t, "warn.json", "{\"version\":1,\"default\":\"ask\",\"rules\":[\n"+
+		`{"id":"deny-push","effect":"deny","tool":"Bash","reason_code":"x","input":{"command":{"command":[["git push"]]}}}]}`)
+	code, _, errOut := run(t, "", "policy", "check", p)
+	if code != 0 || !strings.Contains(errOut, `warn.json:2:98: rule "deny-push": warning: the word "git push" holds a space`) {
+		t.Errorf("code %d, stderr %q", code, errOut)
+	}
+	code, out, _ := run(t, "", "policy", "check", "--json", p)
+	var report checkReport
+	if err := json.Unmarshal([]byte(out), &report); err != nil || code != 0 || !report.Valid ||
+		len(report.Files[0].Warnings) != 1 || report.Files[0].Warnings[0].Line != 2 {
+		t.Errorf("--json: code %d, %v: %s", code, err, out)
+	}
+}
+
 func TestPolicyTest(t *testing.T) {
 	seedCall := `{"type":"tool_use","id":"toolu_01A","name":"mcp__github__create_pull_request","input":{"base":"main","head":"x","title":"T"}}`
 	code, out, _ := run(t, "", "policy", "test", seed, "--call", seedCall, "--json")
@@ -132,7 +149,7 @@ func TestPolicyExportSettings(t *testing.T) {
 		}
 		return false
 	}
-	if !has(s.Permissions.Deny, "Bash(rm -rf *)") || !has(s.Permissions.Ask, "Bash(git push *)") ||
+	if !has(s.Permissions.Deny, "Bash(rm -r *)") || !has(s.Permissions.Ask, "Bash(git push *)") ||
 		!has(s.Permissions.Allow, "Read(./**)") || !has(s.Permissions.Ask, "mcp__github__*") {
 		t.Errorf("permissions: %+v", s.Permissions)
 	}

@@ -18,6 +18,8 @@ func policyCheckCommand() *cli.Command {
 		Description: `Loads each file strictly (JSON syntax, the policy JSON Schema, rule ids, regular
 expressions, tool schemas) and runs its inline tests. Quiet when every file is
 valid; otherwise every problem is listed as FILE:LINE:COL: rule "ID": what.
+What is valid but cannot do what it seems to say (a command prefix that can
+never match) is listed the same way as a warning; warnings alone exit 0.
 
 EXAMPLES
    toolgate policy check examples/policies/*.json
@@ -53,6 +55,8 @@ type checkFile struct {
 	Rules   int          `json:"rules"`
 	Tests   int          `json:"tests"`
 	Errors  []checkError `json:"errors"`
+	// Warnings: valid, but a rule cannot do what it seems to say.
+	Warnings []checkError `json:"warnings"`
 }
 
 type checkError struct {
@@ -66,13 +70,19 @@ func runPolicyCheck(stdout, stderr io.Writer, files []string, asJSON bool) error
 	report := checkReport{SchemaVersion: 1, Valid: true}
 	var unreadable error
 	for _, f := range files {
-		cf := checkFile{File: f, Errors: []checkError{}}
+		cf := checkFile{File: f, Errors: []checkError{}, Warnings: []checkError{}}
 		p, err := policy.Load(f)
 		var errs policy.LoadErrors
 		switch {
 		case err == nil:
 			cf.Valid, cf.Version, cf.SHA256 = true, p.Version, p.SHA256
 			cf.Rules, cf.Tests = len(p.Rules()), len(p.Document().Tests)
+			for _, w := range p.Warnings() {
+				cf.Warnings = append(cf.Warnings, checkError{w.Line, w.Col, w.RuleID, w.Msg})
+				if !asJSON {
+					fmt.Fprintln(stderr, w.Warning())
+				}
+			}
 		case errors.As(err, &errs):
 			for _, e := range errs {
 				cf.Errors = append(cf.Errors, checkError{e.Line, e.Col, e.RuleID, e.Msg})
