@@ -47,6 +47,10 @@ type Call struct {
 	ToolName    string          `json:"tool_name"`
 	Input       json.RawMessage `json:"input"` // exactly as submitted
 	InputSHA256 string          `json:"input_sha256,omitempty"`
+	// Cwd is the directory the call runs in, as Claude Code reported it
+	// with the call (its Bash tool keeps a cd from call to call): relative
+	// paths in the input resolve against it. Empty: the session's.
+	Cwd string `json:"cwd,omitempty"`
 	ProposedAt  time.Time       `json:"proposed_at"`
 	Verdict
 	Executed   bool       `json:"executed"` // it ran (or ran and failed)

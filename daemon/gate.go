@@ -60,7 +60,7 @@ func (g *gate) hook(ctx context.Context, s *gateSession, raw []byte) (*api.Verdi
 // callOf is the call a hook event is about.
 func callOf(ev gjson.Result) (api.Call, error) {
 	c := api.Call{ToolUseID: ev.Get("tool_use_id").String(), ToolName: ev.Get("tool_name").String(),
-		AgentID: ev.Get("agent_id").String()}
+		AgentID: ev.Get("agent_id").String(), Cwd: ev.Get("cwd").String()}
 	input := ev.Get("tool_input")
 	if c.ToolUseID == "" || c.ToolName == "" || !input.IsObject() {
 		return c, fmt.Errorf("%w: tool_use_id, tool_name and an object tool_input are required", errBadEvent)
@@ -80,7 +80,7 @@ func callOf(ev gjson.Result) (api.Call, error) {
 // repeat. (The prompt tool asks about calls their PreToolUse decided.)
 func (g *gate) decide(ctx context.Context, s *gateSession, c api.Call, fromHook bool) (api.Verdict, error) {
 	c.SessionID = s.rec.ID
-	v := s.decider.Evaluate(c.ToolName, c.Input)
+	v := s.decider.In(c.Cwd).Evaluate(c.ToolName, c.Input)
 	stored, fresh, err := g.ledger.Record(ctx, c, v, fromHook)
 	switch {
 	case ledger.IsConflict(err):

@@ -43,7 +43,7 @@ func (op argumentUnderOp) find(v gjson.Result, ev *evalCtx) string {
 	}
 	dirs := make([]string, len(op.dirs))
 	for i, d := range op.dirs {
-		dirs[i] = ev.normalize(d)
+		dirs[i] = ev.normalizeRule(d)
 	}
 	for _, w := range s.pathWords() {
 		if found := op.word(s, w, dirs, ev, deny); found != "" {

@@ -125,7 +125,7 @@ func (m matcher) word(rule string, w word, program bool) bool {
 // resolved against the working directory. On the allow side a relative
 // program only matches when the script never changes directory.
 func (m matcher) samePath(rule string, w word) bool {
-	want := m.ev.normalize(rule)
+	want := m.ev.normalizeRule(rule)
 	relative := !w.tilde && !strings.HasPrefix(w.s, "/")
 	if !m.deny && relative && (m.s.dirs.dirs != nil || m.s.dirs.unknown) {
 		return false

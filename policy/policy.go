@@ -54,8 +54,11 @@ func (ix *ruleIndex) candidates(tool string, fn func(*rule) bool) {
 type Call struct {
 	Tool  string
 	Input []byte // the tool input as JSON, exactly as submitted
-	Cwd   string // the session's working directory; relative paths resolve against it
+	Cwd   string // where the call runs: relative paths in its input resolve against it
 	Home  string // the home directory "~" expands to
+	// Project is the session's directory: relative paths in the rules
+	// (path_under ".env") resolve against it. Empty: Cwd.
+	Project string
 }
 
 // Document returns the document the policy was compiled from.

@@ -77,7 +77,19 @@ func (ev *evalCtx) get(key string) gjson.Result {
 	return v
 }
 
-// normalize is normalizePath, computed once per path and evaluation.
+// normalizeRule normalizes a path a rule names: relative to the session's
+// project, not to where the call runs.
+func (ev *evalCtx) normalizeRule(p string) string {
+	if ev.call.Project == "" || ev.call.Project == ev.call.Cwd {
+		return ev.normalize(p)
+	}
+	c := ev.call
+	c.Cwd = c.Project
+	return normalizePath(p, c)
+}
+
+// normalize is normalizePath for a path of the call's input, computed once
+// per path and evaluation.
 func (ev *evalCtx) normalize(p string) string {
 	if n, ok := ev.paths[p]; ok {
 		return n
