@@ -122,6 +122,19 @@ func (c *Client) EndSession(ctx context.Context, id string) (EndedSession, error
 	return s, c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/end", nil, &s)
 }
 
+// Resume takes up a deferred session again, once: the caller becomes its
+// owner.
+func (c *Client) Resume(ctx context.Context, id string, r ResumeRequest) (Session, error) {
+	var s Session
+	return s, c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/resume", r, &s)
+}
+
+// Deferred lists the sessions that deferred a call for a person.
+func (c *Client) Deferred(ctx context.Context) ([]DeferredSession, error) {
+	var r DeferredResponse
+	return r.Sessions, c.do(ctx, "GET", "/v1/deferred", nil, &r)
+}
+
 // SessionCalls lists the calls of one session.
 func (c *Client) SessionCalls(ctx context.Context, id string) ([]Call, error) {
 	var r CallsResponse

@@ -34,7 +34,10 @@
 //	GET  /v1/status                  StatusResponse
 //	POST /v1/sessions                RegisterRequest -> Session
 //	GET  /v1/sessions/{id}           Session
-//	POST /v1/sessions/{id}/end       -> Session
+//	POST /v1/sessions/{id}/end       -> EndedSession (ended "deferred" when it defers a call)
+//	POST /v1/sessions/{id}/resume    ResumeRequest -> Session: a deferred session, taken up
+//	                                 again by the caller, once (409 otherwise)
+//	GET  /v1/deferred                DeferredResponse: the sessions waiting on a person
 //	GET  /v1/sessions/{id}/calls     CallsResponse
 //	GET  /v1/calls                   CallsResponse (?session=ID to filter)
 //	POST /v1/hook                    HookRequest -> HookResponse
@@ -87,6 +90,9 @@ package api
 //   - 5: 2026-12-01: DecideRequest.ViaPID: the notification server a
 //     click came through, refused as an approver would be; ending a
 //     session answers an EndedSession, with the audit chain's head.
+//     RegisterRequest.Policy is the file's bytes, base64 (its sha256 is the
+//     file's); RegisterRequest.ClaudeArgs, HookResponse.Defer, ResumeRequest and
+//     GET /v1/deferred: toolgate run --on-ask defer and toolgate resume.
 const ProtocolVersion = 5
 
 // HeaderProtocol carries ProtocolVersion on every request and response.
@@ -98,6 +104,8 @@ const (
 	RouteRegister     = "POST /v1/sessions"
 	RouteSession      = "GET /v1/sessions/{id}"
 	RouteEndSession   = "POST /v1/sessions/{id}/end"
+	RouteResume       = "POST /v1/sessions/{id}/resume"
+	RouteDeferred     = "GET /v1/deferred"
 	RouteSessionCalls = "GET /v1/sessions/{id}/calls"
 	RouteCalls        = "GET /v1/calls"
 	RouteHook         = "POST /v1/hook"

@@ -220,6 +220,8 @@ func (d *Daemon) handler() http.Handler {
 	mux.HandleFunc(api.RoutePrompt, d.handlePrompt)
 	mux.HandleFunc(api.RouteWait, d.handleWait)
 	mux.HandleFunc(api.RouteClaudePID, d.handleClaudePID)
+	mux.HandleFunc(api.RouteResume, d.handleResume)
+	mux.HandleFunc(api.RouteDeferred, d.handleDeferred)
 	return d.guard(mux)
 }
 
@@ -407,12 +409,12 @@ func (d *Daemon) handleHook(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	v, err := d.gate.hook(r.Context(), s, req.Event)
+	resp, err := d.gate.hook(r.Context(), s, req.Event)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
-	writeJSON(w, api.HookResponse{Verdict: v})
+	writeJSON(w, resp)
 }
 
 func (d *Daemon) handlePrompt(w http.ResponseWriter, r *http.Request) {

@@ -126,6 +126,8 @@ func Main(p Process) (code int) {
 		return answerLocal(p, event, raw, err)
 	}
 	switch {
+	case resp.Defer && event == api.PreToolUse && resp.Verdict != nil:
+		p.Stdout.Write(claudecode.Defer(*resp.Verdict))
 	case resp.Verdict != nil:
 		writeAnswer(p.Stdout, event, *resp.Verdict)
 	case event == api.PreToolUse:

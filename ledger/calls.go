@@ -117,7 +117,7 @@ func propose(t *tx, p api.Call, hash string) (api.Call, bool, error) {
 
 // proposal is what of p a proposal records.
 func proposal(p api.Call) api.Call {
-	return api.Call{ToolUseID: p.ToolUseID, SessionID: p.SessionID, AgentID: p.AgentID, ToolName: p.ToolName, Input: p.Input}
+	return api.Call{ToolUseID: p.ToolUseID, SessionID: p.SessionID, AgentID: p.AgentID, ToolName: p.ToolName, Input: p.Input, Cwd: p.Cwd}
 }
 
 // getCall reads a call inside a transaction.

@@ -72,7 +72,7 @@ func TestSessionIn(t *testing.T) {
 		{"/project/sub", "Read", `{"file_path":"secrets/key"}`, api.EffectAllow},
 		{"/project/sub", "Bash", `{"command":"../deploy.sh"}`, api.EffectAsk},
 		{"/project/sub", "Bash", `{"command":"./deploy.sh"}`, api.EffectAllow}, // another script
-		{"", "Bash", `{"command":"cat .env"}`, api.EffectDeny},                  // the session's own
+		{"", "Bash", `{"command":"cat .env"}`, api.EffectDeny},                 // the session's own
 	}
 	for _, tt := range tests {
 		if v := s.In(tt.cwd).Evaluate(tt.tool, []byte(tt.input)); v.Effect != tt.effect {

@@ -39,10 +39,20 @@ type Report struct {
 	// (toolgate audit verify --anchor), so a report kept where the model
 	// cannot write anchors the chain.
 	AuditHead *api.ChainHead `json:"audit_head,omitempty"`
+	// Deferred is the call the run ended on for a person to decide
+	// (--on-ask defer): toolgate resume goes on once one did.
+	Deferred *DeferredCall `json:"deferred,omitempty"`
 	// GateLost says why the gate was lost during the session (replaced,
 	// or gone for good): then claude was stopped and the exit is 69.
 	GateLost string   `json:"gate_lost,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// DeferredCall is a call whose ask ended the run.
+type DeferredCall struct {
+	ToolUseID  string     `json:"tool_use_id"`
+	ApprovalID string     `json:"approval_id"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
 }
 
 // ReportPolicy names the policy that decided.
@@ -58,7 +68,8 @@ type Counts struct {
 	Allowed  int            `json:"allowed"`
 	Denied   int            `json:"denied"`
 	Expired  int            `json:"expired"`
-	Pending  int            `json:"pending"` // asked and never answered
+	Pending  int            `json:"pending"`  // asked and never answered
+	Deferred int            `json:"deferred"` // asked, and the run ended for a person to decide (--on-ask defer)
 	Executed int            `json:"executed"`
 	ByReason map[string]int `json:"denied_by_reason"`
 }
@@ -68,6 +79,7 @@ const (
 	ExitUnavailable = 69 // the gate was lost, or its record of the session
 	ExitTempFail    = 75 // an approval expired
 	ExitNoPerm      = 77 // a call was denied
+	ExitDeferred    = 81 // a call waits for a person; toolgate resume goes on once one decided
 )
 
 // buildReport assembles the report from the daemon's record of the
@@ -113,6 +125,9 @@ func buildReport(session string, calls []api.Call, spooled []api.SpoolLine) Repo
 	}
 	for _, c := range r.Calls {
 		r.Counts.add(c)
+		if c.Deferred && c.Effect == api.EffectAsk {
+			r.Deferred = &DeferredCall{ToolUseID: c.ToolUseID, ApprovalID: c.ApprovalID, ExpiresAt: c.ExpiresAt}
+		}
 	}
 	return r
 }
@@ -156,15 +171,20 @@ func (n *Counts) add(c api.Call) {
 	case c.Effect == api.EffectDeny:
 		n.Denied++
 		n.ByReason[c.ReasonCode]++
+	case c.Deferred:
+		n.Deferred++
 	default:
 		n.Pending++
 	}
 }
 
-// exitCode picks toolgate run's exit code: 75 if an approval expired, 77
-// if a call was denied, else claude's own code.
+// exitCode picks toolgate run's exit code: 81 if a call waits for a
+// person (deferred), 75 if an approval expired, 77 if a call was denied,
+// else claude's own code.
 func (r *Report) exitCode() int {
 	switch {
+	case r.Counts.Deferred > 0:
+		return ExitDeferred
 	case r.Counts.Expired > 0:
 		return ExitTempFail
 	case r.Counts.Denied > 0:
@@ -188,8 +208,11 @@ func (r *Report) Summary() string {
 	if len(reasons) > 0 {
 		s += " (" + strings.Join(reasons, ", ") + ")"
 	}
-	s += fmt.Sprintf(", %d expired, %d executed; claude exited %d; exit %d", r.Counts.Expired, r.Counts.Executed, r.ClaudeExitCode, r.ExitCode)
-	return s
+	s += fmt.Sprintf(", %d expired, %d executed", r.Counts.Expired, r.Counts.Executed)
+	if r.Deferred != nil {
+		s += fmt.Sprintf(", 1 deferred (%s waits for a person: toolgate approve or deny it, then toolgate resume)", r.Deferred.ApprovalID)
+	}
+	return s + fmt.Sprintf("; claude exited %d; exit %d", r.ClaudeExitCode, r.ExitCode)
 }
 
 // writeReport writes the report atomically (0600).

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,19 +30,26 @@ type RunConfig struct {
 	PolicyPath      string
 	ReportPath      string        // where to write the JSON report; none when ""
 	ApprovalTimeout time.Duration // api.DefaultApprovalTimeout when 0
-	OnAsk           string        // "wait" or "deny"
-	Claude          string        // the claude executable
-	ClaudeArgs      []string      // the user's own arguments
-	Hook            string        // the toolgate-hook executable
-	Self            string        // the toolgate executable (to start the daemon; the daemon must run it)
-	ConfigDir       string        // toolgate's configuration directory ($XDG_CONFIG_HOME/toolgate)
-	Containment     string        // a contain mode: contain.Auto (""), Landlock, Strict or Off
-	Version         string
-	Env             []string // claude's environment, before toolgate's additions
-	Cwd, Home       string
-	Stdin           io.Reader
-	Stdout, Stderr  io.Writer
-	Logger          *slog.Logger
+	OnAsk           string        // api.OnAskWait, OnAskDeny or OnAskDefer
+	// Resume, when set, is a deferred session to take up again (toolgate
+	// resume) instead of registering a new one; ClaudeArgs then resume
+	// Claude Code's session (ResumeArgs).
+	Resume *api.DeferredSession
+	// PolicyChanged lets a resume run under a policy whose sha256 differs
+	// from the one the session started with.
+	PolicyChanged  bool
+	Claude         string   // the claude executable
+	ClaudeArgs     []string // the user's own arguments
+	Hook           string   // the toolgate-hook executable
+	Self           string   // the toolgate executable (to start the daemon; the daemon must run it)
+	ConfigDir      string   // toolgate's configuration directory ($XDG_CONFIG_HOME/toolgate)
+	Containment    string   // a contain mode: contain.Auto (""), Landlock, Strict or Off
+	Version        string
+	Env            []string // claude's environment, before toolgate's additions
+	Cwd, Home      string
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Logger         *slog.Logger
 }
 
 // PromptToolName is the prompt tool as Claude Code names it.
@@ -63,6 +71,9 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	pol, err := policy.Parse(cfg.PolicyPath, doc)
 	if err != nil {
 		return Report{}, err
+	}
+	if cfg.Resume != nil && pol.SHA256 != cfg.Resume.Session.PolicySHA256 && !cfg.PolicyChanged {
+		return Report{}, &PolicyChangedError{Path: cfg.PolicyPath, Was: cfg.Resume.Session.PolicySHA256, Now: pol.SHA256}
 	}
 	if err := claudecode.CheckArgs(cfg.ClaudeArgs); err != nil {
 		return Report{}, err
@@ -93,9 +104,22 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 		return Report{}, err
 	}
 	defer os.RemoveAll(r.files)
-	sess, err := r.client.Register(ctx, api.RegisterRequest{Policy: doc, PolicyName: cfg.PolicyPath,
-		ApprovalTimeout: api.Duration(r.timeout), OnAsk: cfg.OnAsk, Cwd: cfg.Cwd, Home: cfg.Home,
-		SupervisorPID: os.Getpid(), Tools: tools, Contained: level.Contained(), Protected: r.protectedExtra()})
+	var sess api.Session
+	if cfg.Resume != nil {
+		// The session goes on under the policy it was recorded with; its
+		// deferred call gets the person's decision when Claude Code
+		// proposes it again.
+		sess, err = r.client.Resume(ctx, cfg.Resume.Session.ID, api.ResumeRequest{Contained: level.Contained(), Protected: r.protectedExtra()})
+	} else {
+		sess, err = r.client.Register(ctx, api.RegisterRequest{Policy: doc, PolicyName: cfg.PolicyPath,
+			ApprovalTimeout: api.Duration(r.timeout), OnAsk: cfg.OnAsk, Cwd: cfg.Cwd, Home: cfg.Home,
+			SupervisorPID: os.Getpid(), Tools: tools, Contained: level.Contained(), Protected: r.protectedExtra(),
+			Claude: cfg.Claude, ClaudeArgs: cfg.ClaudeArgs})
+	}
+	var se *api.StatusError
+	if errors.As(err, &se) && se.Err.Code == "not_deferred" {
+		return Report{}, ErrAlreadyResumed
+	}
 	if err != nil {
 		return Report{}, &UnavailableError{fmt.Errorf("register the session: %w", err)}
 	}
@@ -104,6 +128,18 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	report.Policy = ReportPolicy{Path: cfg.PolicyPath, Version: pol.Version, SHA256: pol.SHA256}
 	return report, err
 }
+
+// PolicyChangedError is a resume under a policy that is not the one the
+// session was recorded with.
+type PolicyChangedError struct{ Path, Was, Now string }
+
+func (e *PolicyChangedError) Error() string {
+	return fmt.Sprintf("%s changed since the session started (sha256 %.12s, now %.12s): resume it under the same policy, or pass --policy-changed",
+		e.Path, e.Was, e.Now)
+}
+
+// ErrAlreadyResumed is a deferred session another resume took up first.
+var ErrAlreadyResumed = errors.New("another toolgate resume took the session up first")
 
 // UnavailableError is the gate failing to start: claude was not started.
 type UnavailableError struct{ Err error }

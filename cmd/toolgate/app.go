@@ -27,6 +27,7 @@ EXAMPLES
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
 			runCommand(),
+			resumeCommand(),
 			pendingCommand(),
 			watchCommand(),
 			notifyCommand(),

@@ -24,6 +24,7 @@ const (
 	exitConfig      = 78 // EX_CONFIG: the policy document is invalid
 	exitConflict    = 79 // the approval was already decided by someone else
 	exitLoosens     = 80 // policy diff: the new policy loosens a decision
+	exitDeferred    = 81 // run --on-ask defer: a call waits for a person; toolgate resume goes on
 	exitInterrupted = 130
 )
 
@@ -39,6 +40,7 @@ const exitStatusHelp = `EXIT STATUS
    78   the policy document is invalid (EX_CONFIG)
    79   the approval was already decided by someone else
    80   policy diff: the new policy loosens a decision
+   81   run --on-ask defer: a call waits for a person (toolgate resume goes on)
    130  interrupted`
 
 // usageError is a bad command line.

@@ -40,11 +40,19 @@ network only through Claude Code's proxy. run also checks, for the whole
 session, that the daemon answering is the one it trusts: a daemon replaced or
 gone makes every call deny gate_unavailable, stops claude, and exits 69.
 
+--on-ask says what an ask does: wait for a person (up to --approval-timeout),
+deny it at once (no_approver), or defer it: the approval is recorded and shown
+to approvers as any ask, and the run ends at once with exit 81, the approval's
+id in the summary and the report. Once a person decided, toolgate resume runs
+claude on from where it stopped (claude -p only). A session defers one call;
+another ask in the same message is denied deferred_sibling.
+
 EXAMPLES
    toolgate run --policy policy.json -- claude -p "fix the failing test"
    toolgate run --report run.json --approval-timeout 10m -- claude -p --output-format json "tidy up"
    toolgate run --on-ask deny -- claude -p "nightly cleanup"   # unattended: asks are denied no_approver
    toolgate run --containment strict -- claude -p "refactor"    # Bash in Claude Code's sandbox too
+   toolgate run --on-ask defer --approval-timeout 12h -- claude -p "$(cat task.md)"   # cron: see toolgate resume
 
 EXIT STATUS
    0    claude succeeded and no call was denied
@@ -55,12 +63,14 @@ EXIT STATUS
         daemon replaced or gone): claude was stopped, the report says why
    75   at least one approval expired (a timeout: retry later)
    77   at least one call was denied (policy, person, schema ...), none expired
-   78   the policy document is invalid; claude was not started`,
+   78   the policy document is invalid; claude was not started
+   81   --on-ask defer: a call waits for a person, and the run ended; decide it
+        (toolgate approve or deny), then toolgate resume goes on`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "policy", Usage: "the policy file", EnvVars: []string{policyEnv}, Value: defaultPolicy(), DefaultText: "$XDG_CONFIG_HOME/toolgate/policy.json"},
 			&cli.StringFlag{Name: "report", Usage: "write the JSON report to `FILE`", EnvVars: []string{"TOOLGATE_REPORT"}},
 			&cli.DurationFlag{Name: "approval-timeout", Usage: "how long an ask waits for a person", EnvVars: []string{"TOOLGATE_APPROVAL_TIMEOUT"}, Value: api.DefaultApprovalTimeout},
-			&cli.StringFlag{Name: "on-ask", Usage: "wait (for a person) or deny (unattended)", EnvVars: []string{"TOOLGATE_ON_ASK"}, Value: "wait"},
+			&cli.StringFlag{Name: "on-ask", Usage: "wait (for a person), deny (unattended), or defer (end the run; toolgate resume goes on once a person decided)", EnvVars: []string{"TOOLGATE_ON_ASK"}, Value: api.OnAskWait},
 			&cli.StringFlag{Name: "claude", Usage: "the claude executable", EnvVars: []string{"TOOLGATE_CLAUDE"}, Value: "claude"},
 			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
 			&cli.StringFlag{Name: "containment", Usage: "auto (Landlock where the kernel has it), landlock (or refuse to start), strict (Landlock and Claude Code's Bash sandbox, or refuse to start), or off", EnvVars: []string{"TOOLGATE_CONTAINMENT"}, Value: contain.Auto},
@@ -90,8 +100,12 @@ EXIT STATUS
 
 func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 	onAsk := cliCtx.String("on-ask")
-	if onAsk != "wait" && onAsk != "deny" {
-		return supervisor.RunConfig{}, usagef("--on-ask must be wait or deny, not %q", onAsk)
+	if onAsk != api.OnAskWait && onAsk != api.OnAskDeny && onAsk != api.OnAskDefer {
+		return supervisor.RunConfig{}, usagef("--on-ask must be wait, deny or defer, not %q", onAsk)
+	}
+	policyPath, err := filepath.Abs(cliCtx.String("policy"))
+	if err != nil {
+		return supervisor.RunConfig{}, err
 	}
 	args := cliCtx.Args().Slice()
 	claude := cliCtx.String("claude")
@@ -120,7 +134,7 @@ func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 	home, _ := os.UserHomeDir()
 	return supervisor.RunConfig{
 		Paths:           gatePaths(os.Getenv(ledgerEnv)),
-		PolicyPath:      cliCtx.String("policy"),
+		PolicyPath:      policyPath,
 		ReportPath:      cliCtx.String("report"),
 		ApprovalTimeout: cliCtx.Duration("approval-timeout"),
 		OnAsk:           onAsk,
