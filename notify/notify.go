@@ -18,6 +18,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/internal/proc"
 	"github.com/toolgate/toolgate/render"
 )
 
@@ -39,6 +40,9 @@ type Notifier struct {
 	byID    map[string]uint32  // approval id -> notification id
 	keys    map[string]*posted // action key -> the notification it belongs to
 	owner   string             // the unique bus name of the notification server
+	// serverExe is the program that served the notification service when
+	// notify started: clicks count from it alone.
+	serverExe string
 }
 
 // posted is an action of a notification this notifier showed: its key is
@@ -97,6 +101,13 @@ func (n *Notifier) Run(ctx context.Context) error {
 	}
 	if err := n.busOwner(ctx); err != nil {
 		return err
+	}
+	var server uint32
+	if err := n.Bus.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, n.owner).Store(&server); err != nil {
+		return fmt.Errorf("which process is the notification service: %w", err)
+	}
+	if n.serverExe, err = proc.Exe(int(server)); err != nil {
+		return fmt.Errorf("the notification service's program: %w", err)
 	}
 	signals := make(chan *dbus.Signal, 64)
 	n.Bus.Signal(signals)
@@ -236,8 +247,12 @@ func (n *Notifier) click(ctx context.Context, s *dbus.Signal) {
 	key, _ := s.Body[1].(string)
 	n.mu.Lock()
 	owner, p := n.owner, n.keys[key]
+	var posted posted
+	if p != nil {
+		posted = *p // show sets its id once the server answers
+	}
 	n.mu.Unlock()
-	if s.Sender != owner || p == nil || p.id != 0 && p.id != id {
+	if s.Sender != owner || p == nil || posted.id != 0 && posted.id != id {
 		n.logf("ignored an ActionInvoked from %s (the notification service is %s) for notification %d: not a click on one of toolgate's", s.Sender, owner, id)
 		return
 	}
@@ -247,6 +262,14 @@ func (n *Notifier) click(ctx context.Context, s *dbus.Signal) {
 	var server uint32
 	if err := n.Bus.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, s.Sender).Store(&server); err != nil || server == 0 {
 		n.logf("%s %s: nothing decided: the bus does not say which process the notification service is (%v)", p.decision, p.approvalID, err)
+		return
+	}
+	// And it is the program that served the name when notify started: the
+	// bus starts whatever a service file in the user's directories names,
+	// outside any session's boundary, once the name is free.
+	if exe, _ := proc.Exe(int(server)); exe != n.serverExe {
+		n.logf("%s %s: nothing decided: the notification service is now %s, not %s as when toolgate notify started; restart toolgate notify to trust it",
+			p.decision, p.approvalID, exe, n.serverExe)
 		return
 	}
 	decision := p.decision
