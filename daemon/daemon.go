@@ -292,6 +292,11 @@ func (d *Daemon) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusNotFound, "not_found", err.Error())
 	case errors.Is(err, errBadEvent):
 		writeError(w, http.StatusBadRequest, "bad_event", err.Error())
+	case errors.As(err, new(*notOwnerError)):
+		var no *notOwnerError
+		errors.As(err, &no)
+		d.incident(r.Context(), no.session, api.Incident{What: "not_owner", PID: no.caller, Detail: "an installed hook's event"})
+		writeError(w, http.StatusForbidden, "not_owner", err.Error())
 	case errors.As(err, &invalid):
 		writeError(w, http.StatusUnprocessableEntity, "invalid_policy", err.Error())
 	default:
@@ -311,6 +316,14 @@ func (d *Daemon) handleRegister(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, _ := peerFrom(r.Context())
+	// A session's supervisor is its caller or a process the caller started:
+	// any other (init, a person's shell) would make every approval from
+	// its descendants a self-approval.
+	if req.SupervisorPID != 0 && req.SupervisorPID != p.PID &&
+		(req.SupervisorPID <= 1 || !strictlyDescendsFrom(req.SupervisorPID, p.PID)) {
+		writeError(w, http.StatusBadRequest, "bad_request", "supervisor_pid must be the caller or a process it started")
+		return
+	}
 	s, err := d.sessions.register(r.Context(), "ses_"+ulid.Make().String(), req, p.PID)
 	if err != nil {
 		d.fail(w, r, err)

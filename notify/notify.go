@@ -61,20 +61,28 @@ type Service struct {
 	Markup                bool // it reads bodies as markup
 }
 
-// Probe asks the notification service on bus who it is and what it can do.
+// noAutoStart is every call's flag: the bus never starts a notification
+// service for toolgate. It would start whatever a service file in the
+// user's own directories names (~/.local/share/dbus-1/services), and code
+// the model runs can write one; a server the bus starts runs outside any
+// session's boundary.
+const noAutoStart = dbus.FlagNoAutoStart
+
+// Probe asks the notification service on bus who it is and what it can
+// do. It must be running already.
 func Probe(ctx context.Context, bus *dbus.Conn) (Service, error) {
 	obj := bus.Object(busName, path)
 	var s Service
 	var caps []string
-	if err := obj.CallWithContext(ctx, iface+".GetCapabilities", 0).Store(&caps); err != nil {
-		return s, fmt.Errorf("no notification service on the session bus: %w", err)
+	if err := obj.CallWithContext(ctx, iface+".GetCapabilities", noAutoStart).Store(&caps); err != nil {
+		return s, fmt.Errorf("no notification service runs on the session bus (toolgate does not have the bus start one): %w", err)
 	}
 	for _, c := range caps {
 		s.Actions = s.Actions || c == "actions"
 		s.Markup = s.Markup || c == "body-markup"
 	}
 	var spec string
-	if err := obj.CallWithContext(ctx, iface+".GetServerInformation", 0).Store(&s.Name, &s.Vendor, &s.Version, &spec); err != nil {
+	if err := obj.CallWithContext(ctx, iface+".GetServerInformation", noAutoStart).Store(&s.Name, &s.Vendor, &s.Version, &spec); err != nil {
 		return s, fmt.Errorf("the notification service does not say who it is: %w", err)
 	}
 	return s, nil
@@ -172,7 +180,7 @@ func (n *Notifier) show(ctx context.Context, d api.ApprovalDetail) {
 	}
 	timeout := int32(max(time.Until(a.ExpiresAt).Milliseconds(), 1000))
 	var id uint32
-	err := n.Bus.Object(busName, path).CallWithContext(ctx, iface+".Notify", 0, "toolgate", uint32(0), "dialog-question",
+	err := n.Bus.Object(busName, path).CallWithContext(ctx, iface+".Notify", noAutoStart, "toolgate", uint32(0), "dialog-question",
 		"toolgate: "+a.ToolName+" wants to run", body, actions, map[string]dbus.Variant{"urgency": dbus.MakeVariant(byte(2))}, timeout).Store(&id)
 	if err != nil {
 		n.logf("notify %s: %v", a.ID, err)
@@ -206,7 +214,7 @@ func (n *Notifier) withdraw(ctx context.Context, approvalID string) {
 	}
 	n.mu.Unlock()
 	if ok {
-		n.Bus.Object(busName, path).CallWithContext(ctx, iface+".CloseNotification", 0, id)
+		n.Bus.Object(busName, path).CallWithContext(ctx, iface+".CloseNotification", noAutoStart, id)
 		n.logf("withdrawn %s", approvalID)
 	}
 }
