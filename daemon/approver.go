@@ -200,6 +200,14 @@ func (d *Daemon) handleAuditVerify(w http.ResponseWriter, r *http.Request) {
 func (d *Daemon) handleAuditExport(w http.ResponseWriter, r *http.Request) {
 	p, _ := peerFrom(r.Context())
 	who := actorOf(p)
+	// An export is recorded in the chain, and a file cut back to an
+	// earlier export's head verifies as that export: only a person's
+	// exports may be made, so that none is the model's to cut back to.
+	if what, refusal := d.selfApproval(p.PID); refusal != "" {
+		d.incident(r.Context(), "audit", api.Incident{What: what, PID: p.PID, Exe: who.Exe, Detail: "audit export"})
+		writeError(w, http.StatusForbidden, "self_approval", "a gated session cannot export the audit: "+refusal)
+		return
+	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	if err := d.ledger.Export(r.Context(), w, api.Incident{PID: p.PID, Exe: who.Exe}); err != nil {
 		d.log.Error("export the audit chain", "err", err)

@@ -271,8 +271,10 @@ func TestInstalledDetachedSelfApprovalIsRefused(t *testing.T) {
 	w := newWorld(t)
 	w.installProject("--approval-timeout", "8s", "--containment", "off")
 	log := filepath.Join(w.root, "detached.log")
-	detached := `setsid sh -c 'for i in $(seq 1 100); do id=$(toolgate pending | awk "/^apr_/ {print \$1}" | head -n 1); ` +
-		`if [ -n "$id" ]; then toolgate approve "$id"; echo "exit $?"; exit 0; fi; sleep 0.2; done' > ` + log + ` 2>&1 < /dev/null &`
+	// The script is a file of the project, as an allowed program's code
+	// is: the guard denies a command line that names toolgate approve.
+	detached := w.detached(`for i in $(seq 1 100); do id=$(toolgate pending | awk '/^apr_/ {print $1}' | head -n 1); `+
+		`if [ -n "$id" ]; then toolgate approve "$id"; echo "exit $?"; exit 0; fi; sleep 0.2; done`+"\n", log)
 	path := []string{"PATH=" + filepath.Dir(toolgateBin) + ":" + os.Getenv("PATH")}
 	res, code, model := w.claudeP([]modelscript.Step{step(bash("toolu_inst_detach", detached)), step(bash("toolu_inst_next", "touch forged.txt"))},
 		path, interactiveStyle()...)

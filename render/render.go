@@ -116,28 +116,36 @@ func fields(in gjson.Result) []string {
 	return out
 }
 
-// fold cuts lines to width (marking the cut) and to maxLines (saying how
-// many were left out). Control characters are shown, never sent to the
-// terminal: tool input comes from the model.
+// fold wraps lines to width and keeps at most maxLines of them: the first
+// ones, a line saying how many were left out, and the last one (the end of
+// a command is where a long, harmless-looking head hides what it does).
+// Control characters are shown, never sent to the terminal: tool input
+// comes from the model.
 func fold(lines []string, width, maxLines int) []string {
-	out := make([]string, 0, min(len(lines), maxLines))
-	for i, l := range lines {
-		if i == maxLines-1 && len(lines) > maxLines {
-			out = append(out, fmt.Sprintf("… %d more lines", len(lines)-i))
-			break
-		}
-		out = append(out, ansi.Truncate(printable(l), width, "…"))
+	var wrapped []string
+	for _, l := range lines {
+		wrapped = append(wrapped, strings.Split(ansi.Hardwrap(printable(l), max(width, 1), true), "\n")...)
 	}
-	return out
+	if len(wrapped) <= maxLines || maxLines < 3 {
+		return wrapped[:min(len(wrapped), max(maxLines, 1))]
+	}
+	out := append([]string{}, wrapped[:maxLines-2]...)
+	out = append(out, fmt.Sprintf("… %d more lines", len(wrapped)-maxLines+1))
+	return append(out, wrapped[len(wrapped)-1])
 }
 
-// printable replaces what would move the cursor or colour the screen.
+// printable replaces what would move the cursor, colour the screen, or
+// reorder the text a person reads: Unicode's bidirectional controls make a
+// bidi-aware terminal or notification show a command otherwise than it
+// runs.
 func printable(s string) string {
 	return strings.Map(func(r rune) rune {
 		switch {
 		case r == '\t':
 			return ' '
 		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			return '�'
+		case r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
 			return '�'
 		}
 		return r

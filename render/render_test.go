@@ -20,12 +20,14 @@ func TestLines(t *testing.T) {
 			[]string{"edit /p/main.go", "  a", "- b", "- c", "+ B", "+ C", "  d"}},
 		{"edit that only adds", "Edit", `{"file_path":"f","old_string":"x","new_string":"x\ny"}`, 80, 10,
 			[]string{"edit f", "  x", "+ y"}},
-		{"write, folded", "Write", `{"file_path":"f","content":"1\n2\n3\n4\n5\n"}`, 80, 4,
-			[]string{"write f", "│ 1", "│ 2", "… 3 more lines"}},
+		{"write, folded: the head and the last line", "Write", `{"file_path":"f","content":"1\n2\n3\n4\n5\n"}`, 80, 4,
+			[]string{"write f", "│ 1", "… 3 more lines", "│ 5"}},
 		{"other tools: fields", "mcp__gh__create_pull_request", `{"title":"T","base":"main","draft":false,"labels":["a","b"]}`, 80, 10,
 			[]string{"base: main", "draft: false", "labels: [\"a\",\"b\"]", "title: T"}},
-		{"a long value is cut at the width", "Bash", `{"command":"` + long + `"}`, 20, 10,
-			[]string{"$ " + strings.Repeat("x", 17) + "…"}},
+		{"a long value wraps at the width", "Bash", `{"command":"` + long[:50] + `"}`, 20, 10,
+			[]string{"$ " + strings.Repeat("x", 18), strings.Repeat("x", 20), strings.Repeat("x", 12)}},
+		{"and keeps its end when it is longer", "Bash", `{"command":"` + long + `"}`, 20, 4,
+			[]string{"$ " + strings.Repeat("x", 18), strings.Repeat("x", 20), "… 8 more lines", strings.Repeat("x", 2)}},
 		// Tool input comes from the model: no escape sequence reaches the terminal.
 		{"control characters", "Bash", `{"command":"echo ok\u001b[8m rm -rf ~\u001b[0m"}`, 80, 10,
 			[]string{"$ echo ok�[8m rm -rf ~�[0m"}},
@@ -50,7 +52,7 @@ func TestSummary(t *testing.T) {
 		{"Read", `{"file_path":"/etc/passwd"}`, 60, "/etc/passwd"},
 		{"mcp__x__y", `{"a": 1}`, 60, `{"a":1}`},
 		{"Bash", `{"command":"ls \u001b]0;pwned\u0007"}`, 60, "ls �]0;pwned�"},
-		{"Bash", `{"command":"` + strings.Repeat("y", 50) + `"}`, 10, strings.Repeat("y", 9) + "…"},
+		{"Bash", `{"command":"` + strings.Repeat("y", 50) + `"}`, 10, "yyyy…yyyyy"}, // the head and the tail
 	} {
 		if got := Summary(tt.tool, []byte(tt.input), tt.n); got != tt.want {
 			t.Errorf("Summary(%s, %d) = %q, want %q", tt.input, tt.n, got, tt.want)

@@ -37,19 +37,22 @@ type RunConfig struct {
 	Resume *api.DeferredSession
 	// PolicyChanged lets a resume run under a policy whose sha256 differs
 	// from the one the session started with.
-	PolicyChanged  bool
-	Claude         string   // the claude executable
-	ClaudeArgs     []string // the user's own arguments
-	Hook           string   // the toolgate-hook executable
-	Self           string   // the toolgate executable (to start the daemon; the daemon must run it)
-	ConfigDir      string   // toolgate's configuration directory ($XDG_CONFIG_HOME/toolgate)
-	Containment    string   // a contain mode: contain.Auto (""), Landlock, Strict or Off
-	Version        string
-	Env            []string // claude's environment, before toolgate's additions
-	Cwd, Home      string
-	Stdin          io.Reader
-	Stdout, Stderr io.Writer
-	Logger         *slog.Logger
+	PolicyChanged bool
+	// AllowOtherHooks lets claude run with PreToolUse or PermissionRequest
+	// hooks of other settings layers beside toolgate's.
+	AllowOtherHooks bool
+	Claude          string   // the claude executable
+	ClaudeArgs      []string // the user's own arguments
+	Hook            string   // the toolgate-hook executable
+	Self            string   // the toolgate executable (to start the daemon; the daemon must run it)
+	ConfigDir       string   // toolgate's configuration directory ($XDG_CONFIG_HOME/toolgate)
+	Containment     string   // a contain mode: contain.Auto (""), Landlock, Strict or Off
+	Version         string
+	Env             []string // claude's environment, before toolgate's additions
+	Cwd, Home       string
+	Stdin           io.Reader
+	Stdout, Stderr  io.Writer
+	Logger          *slog.Logger
 }
 
 // PromptToolName is the prompt tool as Claude Code names it.
@@ -76,6 +79,9 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 		return Report{}, &PolicyChangedError{Path: cfg.PolicyPath, Was: cfg.Resume.Session.PolicySHA256, Now: pol.SHA256}
 	}
 	if err := claudecode.CheckArgs(cfg.ClaudeArgs); err != nil {
+		return Report{}, err
+	}
+	if err := checkSettings(settingsLayers(claudeDir(cfg), cfg.Cwd), claudecode.SettingsArgs(cfg.ClaudeArgs), cfg.AllowOtherHooks); err != nil {
 		return Report{}, err
 	}
 	level, err := contain.ForRun(cfg.Containment)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/toolgate/toolgate/api"
@@ -19,7 +20,20 @@ func approverClient(ctx context.Context) (*api.Client, error) {
 	if err := ensureDaemon(ctx); err != nil {
 		return nil, err
 	}
-	return api.NewClient(gatePaths("").ApproveSocket()), nil
+	return personClient(gatePaths("").ApproveSocket()), nil
+}
+
+// personClient is a client of the daemon for a person's command: it
+// believes only a toolgate daemon without no_new_privs (api.Trust), not
+// whatever a process of the user's put on the socket's path.
+func personClient(socket string) *api.Client {
+	c := api.NewClient(socket)
+	self, _ := os.Executable()
+	// Inside a contained session (a command the model runs) the daemon's
+	// executable cannot be read: the checks from inside apply, and the
+	// daemon then refuses what such a process asks of it.
+	c.VerifyPeer = api.Trust{Exe: self, AnyToolgate: true, Contained: os.Getenv("TOOLGATE_CONTAINED") == "1"}.Verify
+	return c
 }
 
 // approverError turns the daemon's refusals into what a person reads and

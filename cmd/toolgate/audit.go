@@ -53,7 +53,7 @@ func runAuditList(ctx context.Context, w io.Writer, session string, asJSON bool)
 	if err := ensureDaemon(ctx); err != nil {
 		return err
 	}
-	client := api.NewClient(gatePaths("").Socket())
+	client := personClient(gatePaths("").Socket())
 	calls, err := client.Calls(ctx, session)
 	if api.IsUnavailable(err) {
 		return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve (or toolgate audit export --ledger DIR while no daemon runs)", err)}

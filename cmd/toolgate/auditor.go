@@ -24,7 +24,7 @@ func withAuditor(ctx context.Context, ledgerDir string, fn func(*api.Client) err
 		if err := ensureDaemon(ctx); err != nil {
 			return err
 		}
-		return auditorError(fn(api.NewClient(paths.ApproveSocket())))
+		return auditorError(fn(personClient(paths.ApproveSocket())))
 	}
 	dir, err := filepath.Abs(ledgerDir)
 	if err != nil {
@@ -33,8 +33,8 @@ func withAuditor(ctx context.Context, ledgerDir string, fn func(*api.Client) err
 	if _, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("no ledger at %s: %w\nTry: --ledger DIR or %s", dir, err, ledgerEnv)
 	}
-	if st, err := api.NewClient(paths.Socket()).Status(ctx); err == nil && st.Ledger == dir {
-		return auditorError(fn(api.NewClient(paths.ApproveSocket())))
+	if st, err := personClient(paths.Socket()).Status(ctx); err == nil && st.Ledger == dir {
+		return auditorError(fn(personClient(paths.ApproveSocket())))
 	}
 	runtime, err := os.MkdirTemp("", "tga")
 	if err != nil {
@@ -52,7 +52,7 @@ func withAuditor(ctx context.Context, ledgerDir string, fn func(*api.Client) err
 			"with the XDG_RUNTIME_DIR of the daemon that holds it", dir, err)}
 	}
 	defer stopDaemon(client, private)
-	return auditorError(fn(api.NewClient(private.ApproveSocket())))
+	return auditorError(fn(personClient(private.ApproveSocket())))
 }
 
 // stopDaemon ends a daemon this process started, and waits until it has

@@ -82,7 +82,7 @@ func exitCode(err error, stderr io.Writer) int {
 	case errors.As(err, &usage):
 		fmt.Fprintln(stderr, "Try: toolgate --help")
 		return exitUsage
-	case policy.IsInvalid(err):
+	case policy.IsInvalid(err), errors.As(err, new(*configError)):
 		return exitConfig
 	case errors.As(err, &data):
 		return exitDataErr
@@ -123,6 +123,13 @@ func (e *conflictError) Error() string { return e.err.Error() }
 type loosenedError struct{ msg string }
 
 func (e *loosenedError) Error() string { return e.msg }
+
+// configError is a configuration that would take calls around the gate
+// (EX_CONFIG), beside an invalid policy.
+type configError struct{ err error }
+
+func (e *configError) Error() string { return e.err.Error() }
+func (e *configError) Unwrap() error { return e.err }
 
 // gateUnavailable is the gate's daemon or ledger being out of reach.
 type gateUnavailable struct{ err error }

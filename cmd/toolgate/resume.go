@@ -50,6 +50,7 @@ EXIT STATUS
 			&cli.StringFlag{Name: "report-dir", Usage: "write each resumed run's JSON report to DIR/SESSION.json"},
 			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
 			&cli.StringFlag{Name: "containment", Usage: "as toolgate run's", EnvVars: []string{"TOOLGATE_CONTAINMENT"}, Value: contain.Auto},
+			&cli.BoolFlag{Name: "allow-other-hooks", Usage: "as toolgate run's"},
 			jsonFlag(),
 		},
 		Action: resumeAction,
@@ -71,7 +72,7 @@ func resumeAction(cliCtx *cli.Context) error {
 	if err := ensureDaemon(ctx); err != nil {
 		return err
 	}
-	deferred, err := api.NewClient(gatePaths("").Socket()).Deferred(ctx)
+	deferred, err := personClient(gatePaths("").Socket()).Deferred(ctx)
 	if err != nil {
 		return approverError(err)
 	}
@@ -151,6 +152,7 @@ func resumeOne(cliCtx *cli.Context, d api.DeferredSession) (supervisor.Report, e
 		Stderr:          cliCtx.App.ErrWriter,
 		Resume:          &d,
 		PolicyChanged:   cliCtx.Bool("policy-changed"),
+		AllowOtherHooks: cliCtx.Bool("allow-other-hooks"),
 	}
 	if cliCtx.Bool("json") {
 		cfg.Stdout = cliCtx.App.ErrWriter // stdout is the JSON document alone

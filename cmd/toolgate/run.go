@@ -63,7 +63,8 @@ EXIT STATUS
         daemon replaced or gone): claude was stopped, the report says why
    75   at least one approval expired (a timeout: retry later)
    77   at least one call was denied (policy, person, schema ...), none expired
-   78   the policy document is invalid; claude was not started
+   78   the policy document is invalid, or Claude Code's settings would take calls
+        around the gate (disableAllHooks, another PreToolUse hook); claude was not started
    81   --on-ask defer: a call waits for a person, and the run ended; decide it
         (toolgate approve or deny), then toolgate resume goes on`,
 		Flags: []cli.Flag{
@@ -73,6 +74,7 @@ EXIT STATUS
 			&cli.StringFlag{Name: "on-ask", Usage: "wait (for a person), deny (unattended), or defer (end the run; toolgate resume goes on once a person decided)", EnvVars: []string{"TOOLGATE_ON_ASK"}, Value: api.OnAskWait},
 			&cli.StringFlag{Name: "claude", Usage: "the claude executable", EnvVars: []string{"TOOLGATE_CLAUDE"}, Value: "claude"},
 			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
+			&cli.BoolFlag{Name: "allow-other-hooks", Usage: "run even when Claude Code's settings have PreToolUse or PermissionRequest hooks of their own (one that allows may change the input that runs)"},
 			&cli.StringFlag{Name: "containment", Usage: "auto (Landlock where the kernel has it), landlock (or refuse to start), strict (Landlock and Claude Code's Bash sandbox, or refuse to start), or off", EnvVars: []string{"TOOLGATE_CONTAINMENT"}, Value: contain.Auto},
 		},
 		Action: func(cliCtx *cli.Context) error {
@@ -82,9 +84,12 @@ EXIT STATUS
 			}
 			report, err := supervisor.Run(cliCtx.Context, cfg)
 			var argsErr *claudecode.ArgsError
+			var settingsErr *supervisor.SettingsError
 			switch {
 			case errors.As(err, &argsErr):
 				return &usageError{argsErr.Msg}
+			case errors.As(err, &settingsErr):
+				return &configError{settingsErr}
 			case errors.As(err, new(*supervisor.UnavailableError)):
 				return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve in another terminal to see why, or check %s", err, gatePaths("").LogFile())}
 			case err != nil:
@@ -139,6 +144,7 @@ func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 		ApprovalTimeout: cliCtx.Duration("approval-timeout"),
 		OnAsk:           onAsk,
 		Containment:     cliCtx.String("containment"),
+		AllowOtherHooks: cliCtx.Bool("allow-other-hooks"),
 		ConfigDir:       xdgDir("XDG_CONFIG_HOME", ".config"),
 		Claude:          claudePath,
 		ClaudeArgs:      args,

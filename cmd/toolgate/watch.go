@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 
-	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/watch"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -48,7 +47,7 @@ EXIT STATUS
 			if err := ensureDaemon(cliCtx.Context); err != nil {
 				return err
 			}
-			client := api.NewClient(gatePaths("").ApproveSocket())
+			client := personClient(gatePaths("").ApproveSocket())
 			in, out := cliCtx.App.Reader, cliCtx.App.Writer
 			if !cliCtx.Bool("lines") && isTerminal(in) && isTerminal(out) {
 				return watch.Screen(cliCtx.Context, client, in, out)
