@@ -44,6 +44,8 @@ type Daemon struct {
 	sessions *sessions
 	gate     *gate
 
+	started time.Time
+
 	inflight atomic.Int64
 	lastSeen atomic.Int64 // unix nanoseconds of the last request
 }
@@ -74,6 +76,9 @@ func Serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	l, err := ledger.Open(cfg.Paths.LedgerDir(), ledger.Options{Logger: log})
+	if ledger.IsLocked(err) {
+		return fmt.Errorf("%w%s", err, heldBy(cfg.Paths))
+	}
 	if err != nil {
 		return err
 	}
@@ -87,9 +92,17 @@ func Serve(ctx context.Context, cfg Config) error {
 		gateLn.Close()
 		return err
 	}
+	removeRecord, err := writeRecord(cfg.Paths)
+	if err != nil {
+		gateLn.Close()
+		approveLn.Close()
+		return err
+	}
+	defer removeRecord()
 	exe, _ := os.Executable()
 	d := &Daemon{cfg: cfg, log: log, ledger: l, sessions: newSessions(l, policy.GuardPaths{Gate: cfg.Paths, ConfigDir: cfg.ConfigDir, Exe: exe})}
-	d.gate = &gate{ledger: l, sessions: d.sessions, log: log, broker: newBroker(), rearmc: make(chan struct{}, 1)}
+	d.gate = &gate{ledger: l, sessions: d.sessions, log: log, broker: newBroker(), rearmc: make(chan struct{}, 1), stopping: make(chan struct{})}
+	d.started = time.Now().UTC().Truncate(time.Second)
 	d.lastSeen.Store(time.Now().UnixNano())
 	if err := d.sessions.loadActive(ctx); err != nil {
 		log.Error("load the active sessions", "err", err)
@@ -134,8 +147,11 @@ func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener) erro
 		cancel()
 	case <-ctx.Done():
 	}
-	// Stop taking requests, let the ones in flight finish; long waits on
-	// approvals end (their callers ask again after a restart).
+	// Stop taking requests and let the ones in flight finish. Waits for a
+	// person end at once: their approvals stay pending in the ledger, and
+	// their callers ask the next daemon again. So a stop takes as long as
+	// the slowest short request, not as long as a person.
+	close(d.gate.stopping)
 	shutdown, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
 	approveSrv.Shutdown(shutdown)
@@ -295,8 +311,10 @@ func (d *Daemon) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
+	pending, _ := d.ledger.Pending(r.Context())
 	writeJSON(w, api.StatusResponse{Protocol: api.ProtocolVersion, Version: d.cfg.Version, PID: os.Getpid(),
-		Ledger: d.cfg.Paths.LedgerDir(), Sessions: d.sessions.active()})
+		Ledger: d.cfg.Paths.LedgerDir(), Sessions: d.sessions.active(), RuntimeDir: d.cfg.Paths.RuntimeDir,
+		StartedAt: d.started, Pending: len(pending)})
 }
 
 func (d *Daemon) handleRegister(w http.ResponseWriter, r *http.Request) {

@@ -6,6 +6,7 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/proc"
 
 	"github.com/godbus/dbus/v5"
 	"github.com/toolgate/toolgate/api"
@@ -99,9 +102,17 @@ func checkDaemon(ctx context.Context, cfg Config) Check {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	st, err := api.NewClient(cfg.Paths.Socket()).Status(ctx)
+	rec, recErr := cfg.Paths.ReadDaemonRecord()
 	switch {
 	case err == nil:
-		c.Status, c.Detail = OK, fmt.Sprintf("pid %d, protocol %d, %d active sessions, ledger %s", st.PID, st.Protocol, st.Sessions, st.Ledger)
+		c.Status, c.Detail = OK, fmt.Sprintf("pid %d, protocol %d, %d active sessions, ledger %s, sockets in %s", st.PID, st.Protocol, st.Sessions, st.Ledger, cfg.Paths.RuntimeDir)
+	case recErr != nil && !errors.Is(recErr, fs.ErrNotExist):
+		c.Status, c.Detail = Fail, "the daemon record beside the ledger cannot be trusted: "+recErr.Error()
+		c.Fix = "stop every toolgate daemon, remove " + cfg.Paths.DaemonRecordFile() + " and let toolgate write it again"
+	case recErr == nil && rec.RuntimeDir != cfg.Paths.RuntimeDir && proc.Alive(rec.PID):
+		c.Status = Fail
+		c.Detail = fmt.Sprintf("the daemon pid %d serves the ledger with its sockets in %s, which cannot be trusted: %v", rec.PID, rec.RuntimeDir, api.CheckRuntimeDir(rec.RuntimeDir))
+		c.Fix = fmt.Sprintf("stop it (kill %d) and let toolgate start a daemon again", rec.PID)
 	case api.IsUnavailable(err) && !daemon.Alive(cfg.Paths):
 		c.Status, c.Detail = OK, "not running (toolgate run starts it on demand)"
 	default:

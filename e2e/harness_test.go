@@ -133,6 +133,9 @@ type runArgs struct {
 	claudeEnv  []string
 	// stderrLines, when set, also receives toolgate run's stderr.
 	stderrLines io.Writer
+	// environ, when set, is the run's whole environment instead of the
+	// world's (claudeEnv is still added).
+	environ func(*modelscript.Server) []string
 }
 
 // run runs toolgate run -- claude -p on a scripted model and returns what
@@ -178,7 +181,11 @@ func (w *world) start(a runArgs) (*exec.Cmd, *result, func(*exec.Cmd) result) {
 	cmd := exec.CommandContext(ctx, toolgateBin, args...)
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Dir = w.project
-	cmd.Env = append(w.env(model), a.claudeEnv...)
+	env := w.env
+	if a.environ != nil {
+		env = a.environ
+	}
+	cmd.Env = append(env(model), a.claudeEnv...)
 	var stdout, stderr bytes.Buffer
 	tee := a.stderrLines
 	if tee == nil {
@@ -285,8 +292,15 @@ func (l *lines) approvalID(t *testing.T) string {
 // and output.
 func (w *world) toolgate(args ...string) (int, string) {
 	w.t.Helper()
+	return w.toolgateIn(w.env(nil), args...)
+}
+
+// toolgateIn runs a toolgate command with the environment env, with no
+// terminal, and returns its exit code and output.
+func (w *world) toolgateIn(env []string, args ...string) (int, string) {
+	w.t.Helper()
 	cmd := exec.Command(toolgateBin, args...)
-	cmd.Env = w.env(nil)
+	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {

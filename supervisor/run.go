@@ -79,6 +79,7 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if r.client, err = r.gate.connect(ctx); err != nil {
 		return Report{}, &UnavailableError{err}
 	}
+	r.cfg.Paths = r.gate.Paths() // the daemon's, wherever this environment would have put them
 	tools, errs := DiscoverTools(ctx, cfg.ClaudeArgs, cfg.Cwd, cfg.Env, 15*time.Second)
 	for _, err := range errs {
 		fmt.Fprintf(cfg.Stderr, "toolgate: warning: %v (its tools are not schema-checked)\n", err)

@@ -34,6 +34,7 @@ EXAMPLES
 			decideCommand("approve", "approve a pending ask"),
 			decideCommand("deny", "deny a pending ask"),
 			serveCommand(),
+			daemonCommand(),
 			auditCommand(),
 			policyCommand(),
 			schemaCommand(),

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 	"time"
 
 	"github.com/toolgate/toolgate/api"
@@ -12,14 +12,16 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// approverClient is the client of the approvers' socket, with a daemon
-// started when none runs (pending approvals live in the ledger; a daemon
-// re-arms them).
-func approverClient(ctx context.Context) (*api.Client, error) {
-	if err := ensureDaemon(ctx); err != nil {
-		return nil, err
-	}
-	return api.NewClient(gatePaths("").ApproveSocket()), nil
+// approverClient is the client of the approvers' socket of the daemon that
+// serves the ledger, wherever it was started. It starts none: an ask waits
+// only while a daemon runs, so with none there is nothing to decide, and a
+// person's command must not leave a daemon behind (exit 69).
+func approverClient() *api.Client { return api.NewClient(livePaths().ApproveSocket()) }
+
+// followingClient looks for the daemon again on every connection: watch
+// and notify wait for one to start.
+func followingClient() *api.Client {
+	return &api.Client{Locate: func() string { return livePaths().ApproveSocket() }}
 }
 
 // approverError turns the daemon's refusals into what a person reads and
@@ -28,7 +30,7 @@ func approverError(err error) error {
 	var se *api.StatusError
 	switch {
 	case api.IsUnavailable(err):
-		return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve, or check that toolgate run is running", err)}
+		return notRunning(err)
 	case errors.As(err, &se) && se.Err.Code == "not_found":
 		return &dataError{fmt.Errorf("no such approval\nTry: toolgate pending")}
 	case errors.As(err, &se) && se.Err.Code == "self_approval":
@@ -37,6 +39,16 @@ func approverError(err error) error {
 		return &conflictError{errors.New(se.Err.Message), se.Err.Code == "expired"}
 	}
 	return err
+}
+
+// notRunning is the daemon out of reach, said for a person.
+func notRunning(err error) error {
+	var ue *api.UnavailableError
+	if errors.As(err, &ue) && (errors.Is(ue.Err, syscall.ENOENT) || errors.Is(ue.Err, syscall.ECONNREFUSED)) {
+		return &gateUnavailable{fmt.Errorf("no toolgate daemon is running (nothing listens on %s), so no ask is waiting\n"+
+			"Try: toolgate daemon status; asks wait while a toolgate run or an installed session runs", ue.SocketPath)}
+	}
+	return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate daemon status, or toolgate doctor", err)}
 }
 
 const approverExitStatus = `EXIT STATUS

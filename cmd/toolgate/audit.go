@@ -50,10 +50,11 @@ func ledgerFlag() cli.Flag {
 
 // runAuditList lists calls through the daemon.
 func runAuditList(ctx context.Context, w io.Writer, session string, asJSON bool) error {
-	if err := ensureDaemon(ctx); err != nil {
+	p, err := ensureDaemon(ctx)
+	if err != nil {
 		return err
 	}
-	client := api.NewClient(gatePaths("").Socket())
+	client := api.NewClient(p.Socket())
 	calls, err := client.Calls(ctx, session)
 	if api.IsUnavailable(err) {
 		return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve (or toolgate audit export --ledger DIR while no daemon runs)", err)}

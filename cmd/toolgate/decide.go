@@ -33,11 +33,7 @@ EXAMPLES
 }
 
 func runDecide(ctx context.Context, id, decision, reason string) error {
-	client, err := approverClient(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = client.Decide(ctx, id, api.DecideRequest{Decision: decision, Reason: reason})
+	_, err := approverClient().Decide(ctx, id, api.DecideRequest{Decision: decision, Reason: reason})
 	if err != nil {
 		return approverError(err)
 	}

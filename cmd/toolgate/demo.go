@@ -53,7 +53,7 @@ EXIT STATUS
 			} else if claude, err = exec.LookPath(claude); err != nil {
 				return &gateUnavailable{err}
 			}
-			res, err := demo.Run(cliCtx.Context, demo.Config{Self: self, Claude: claude, Paths: gatePaths(""),
+			res, err := demo.Run(cliCtx.Context, demo.Config{Self: self, Claude: claude, Paths: livePaths(),
 				AutoApprove: cliCtx.Duration("auto-approve"), Keep: cliCtx.Bool("keep"), Env: os.Environ(),
 				Stdout: cliCtx.App.Writer, Stderr: cliCtx.App.ErrWriter})
 			if err != nil {

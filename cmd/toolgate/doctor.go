@@ -45,7 +45,7 @@ EXIT STATUS
 					claude = cached
 				}
 			}
-			checks := doctor.Run(cliCtx.Context, doctor.Config{Paths: gatePaths(""), Claude: claude, Tested: testedClaudeVersions,
+			checks := doctor.Run(cliCtx.Context, doctor.Config{Paths: livePaths(), Claude: claude, Tested: testedClaudeVersions,
 				Cwd: cwd, Home: home, UserSettings: install.UserSettings(os.Getenv, home), DBusAddress: os.Getenv("DBUS_SESSION_BUS_ADDRESS"), ApprovalWait: api.DefaultApprovalTimeout})
 			failed := false
 			for _, c := range checks {

@@ -32,10 +32,7 @@ EXIT STATUS
 				return &gateUnavailable{fmt.Errorf("no D-Bus session bus: %w\nTry: run it in your desktop session, or approve with toolgate watch", err)}
 			}
 			defer bus.Close()
-			client, err := approverClient(cliCtx.Context)
-			if err != nil {
-				return err
-			}
+			client := followingClient()
 			n := &notify.Notifier{Bus: bus, Approver: client, Log: cliCtx.App.ErrWriter}
 			if err := n.Run(cliCtx.Context); err != nil {
 				return &gateUnavailable{err}

@@ -20,11 +20,7 @@ EXAMPLES
 ` + approverExitStatus,
 		Flags: []cli.Flag{jsonFlag()},
 		Action: func(cliCtx *cli.Context) error {
-			client, err := approverClient(cliCtx.Context)
-			if err != nil {
-				return err
-			}
-			list, err := client.Pending(cliCtx.Context)
+			list, err := approverClient().Pending(cliCtx.Context)
 			if err != nil {
 				return approverError(err)
 			}

@@ -61,7 +61,7 @@ EXIT STATUS
 			case errors.As(err, &argsErr):
 				return &usageError{argsErr.Msg}
 			case errors.As(err, new(*supervisor.UnavailableError)):
-				return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve in another terminal to see why, or check %s", err, gatePaths("").LogFile())}
+				return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve in another terminal to see why, or check %s", err, envPaths("").LogFile())}
 			case err != nil:
 				return err
 			}
@@ -104,7 +104,7 @@ func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 	}
 	home, _ := os.UserHomeDir()
 	return supervisor.RunConfig{
-		Paths:           gatePaths(os.Getenv(ledgerEnv)),
+		Paths:           envPaths(""),
 		PolicyPath:      cliCtx.String("policy"),
 		ReportPath:      cliCtx.String("report"),
 		ApprovalTimeout: cliCtx.Duration("approval-timeout"),

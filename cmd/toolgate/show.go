@@ -34,11 +34,7 @@ EXAMPLES
 			if err != nil {
 				return err
 			}
-			client, err := approverClient(cliCtx.Context)
-			if err != nil {
-				return err
-			}
-			d, err := client.Approval(cliCtx.Context, id)
+			d, err := approverClient().Approval(cliCtx.Context, id)
 			if err != nil {
 				return approverError(err)
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 
-	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/watch"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -45,10 +44,7 @@ EXIT STATUS
    69   the daemon cannot be started`,
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "lines", Usage: "line mode, even on a terminal"}},
 		Action: func(cliCtx *cli.Context) error {
-			if err := ensureDaemon(cliCtx.Context); err != nil {
-				return err
-			}
-			client := api.NewClient(gatePaths("").ApproveSocket())
+			client := followingClient()
 			in, out := cliCtx.App.Reader, cliCtx.App.Writer
 			if !cliCtx.Bool("lines") && isTerminal(in) && isTerminal(out) {
 				return watch.Screen(cliCtx.Context, client, in, out)
