@@ -45,6 +45,7 @@ type Check struct {
 // Config says what to check.
 type Config struct {
 	Paths        api.Paths
+	Policy       string   // the default policy: $XDG_CONFIG_HOME/toolgate/policy.json or TOOLGATE_POLICY
 	Claude       string   // the claude executable as configured ("claude" on PATH by default)
 	Tested       []string // the Claude Code versions the end-to-end suite passed on
 	Cwd, Home    string
@@ -60,6 +61,7 @@ func Run(ctx context.Context, cfg Config) []Check {
 		checkDaemon(ctx, cfg),
 		checkSockets(cfg),
 		checkLedger(cfg),
+		checkPolicy(cfg),
 		checkTimeouts(cfg),
 		checkSettings(cfg, "user", cfg.UserSettings),
 		checkSettings(cfg, "project", install.ProjectSettings(cfg.Cwd)),
@@ -172,6 +174,27 @@ func checkLedger(cfg Config) Check {
 		c.Status, c.Detail, c.Fix = Fail, err.Error(), "check the permissions of "+dir
 	default:
 		c.Status, c.Detail = OK, fmt.Sprintf("%s, %.1f MB on disk; toolgate audit verify checks its chain", dir, float64(size)/(1<<20))
+	}
+	return c
+}
+
+// checkPolicy loads the default policy, which toolgate run uses when it is
+// given none.
+func checkPolicy(cfg Config) Check {
+	c := Check{Name: "policy"}
+	p, err := policy.Load(cfg.Policy)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		c.Status, c.Detail = Warn, cfg.Policy+" does not exist: toolgate run needs --policy FILE until it does"
+		c.Fix = "toolgate policy init (a laptop's starter policy; --profile ci for unattended runs)"
+	case policy.IsInvalid(err):
+		c.Status, c.Detail = Fail, "the default policy is invalid (toolgate run refuses it, exit 78): "+err.Error()
+		c.Fix = "toolgate policy check " + cfg.Policy + " lists every error"
+	case err != nil:
+		c.Status, c.Detail, c.Fix = Fail, err.Error(), "check the permissions of "+cfg.Policy
+	default:
+		c.Status = OK
+		c.Detail = fmt.Sprintf("%s: version %d, %d rules, default %s, sha256 %.12s", cfg.Policy, p.Version, len(p.Rules()), p.Document().Default, p.SHA256)
 	}
 	return c
 }

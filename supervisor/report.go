@@ -186,6 +186,21 @@ func (r *Report) Summary() string {
 	return s
 }
 
+// canWriteReport checks, before anything runs, that writeReport will be
+// able to write path: its temporary file can be created beside it, and
+// path is not a directory.
+func canWriteReport(path string) error {
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return fmt.Errorf("it is a directory")
+	}
+	f, err := os.OpenFile(path+".tmp", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(path + ".tmp")
+}
+
 // writeReport writes the report atomically (0600).
 func writeReport(path string, r Report) error {
 	b, err := json.MarshalIndent(r, "", "  ")

@@ -64,6 +64,11 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if err := claudecode.CheckArgs(cfg.ClaudeArgs); err != nil {
 		return Report{}, err
 	}
+	if cfg.ReportPath != "" {
+		if err := canWriteReport(cfg.ReportPath); err != nil {
+			return Report{}, &ReportError{Path: cfg.ReportPath, Err: err}
+		}
+	}
 	if cfg.Containment == "" {
 		cfg.Containment = ContainAuto
 	}
@@ -106,6 +111,18 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	report.Policy = ReportPolicy{Path: cfg.PolicyPath, Version: pol.Version, SHA256: pol.SHA256}
 	return report, err
 }
+
+// ReportError is a --report file that cannot be written: found before
+// claude starts, not after it ran in full.
+type ReportError struct {
+	Path string
+	Err  error
+}
+
+func (e *ReportError) Error() string {
+	return "the report cannot be written to " + e.Path + ": " + e.Err.Error()
+}
+func (e *ReportError) Unwrap() error { return e.Err }
 
 // UnavailableError is the gate failing to start: claude was not started.
 type UnavailableError struct{ Err error }

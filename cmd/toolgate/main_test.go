@@ -200,6 +200,74 @@ func TestRunRefusesBeforeClaudeStarts(t *testing.T) {
 	}
 }
 
+// What toolgate run can know before claude starts, it says before: an
+// unwritable --report (73; it used to be found after claude ran in full)
+// and a missing policy (66, saying where it looked and how to get one).
+func TestRunChecksBeforeClaudeStarts(t *testing.T) {
+	t.Setenv("TOOLGATE_RUNTIME_DIR", filepath.Join(t.TempDir(), "rt"))
+	t.Setenv("TOOLGATE_STATE_DIR", filepath.Join(t.TempDir(), "state"))
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("TOOLGATE_POLICY", "")
+	hook := writeFile(t, "toolgate-hook", "#!/bin/sh\n")
+	ran := filepath.Join(t.TempDir(), "claude-ran")
+	claude := writeFile(t, "claude", "#!/bin/sh\ntouch "+ran+"\n")
+	os.Chmod(claude, 0o700)
+	dir := t.TempDir()
+	os.Chmod(dir, 0o500)
+	for _, report := range []string{filepath.Join(dir, "sub", "r.json"), t.TempDir()} {
+		code, _, errOut := run(t, "", "run", "--hook", hook, "--policy", seed, "--report", report, "--", claude, "-p", "x")
+		if code != exitCantCreat || !strings.Contains(errOut, "claude was not started") || !strings.Contains(errOut, "Try: ") {
+			t.Errorf("report %s: exit %d %q, want %d", report, code, errOut, exitCantCreat)
+		}
+	}
+	code, _, errOut := run(t, "", "run", "--hook", hook, "--", claude, "-p", "x")
+	if code != exitNoInput || !strings.Contains(errOut, defaultPolicy()) || !strings.Contains(errOut, "toolgate policy init") ||
+		!strings.Contains(errOut, "--profile ci") {
+		t.Errorf("no default policy: exit %d %q", code, errOut)
+	}
+	code, _, errOut = run(t, "", "run", "--hook", hook, "--policy", "/no/such/policy.json", "--", claude, "-p", "x")
+	if code != exitNoInput || !strings.Contains(errOut, "policy init --output /no/such/policy.json") {
+		t.Errorf("a named policy that is missing: exit %d %q", code, errOut)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("claude was started")
+	}
+}
+
+// toolgate policy init writes the laptop or CI example where run looks by
+// default, and never replaces a policy without --force.
+func TestPolicyInit(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("TOOLGATE_POLICY", "")
+	if code, out, errOut := run(t, "", "policy", "init"); code != 0 || out != "" || errOut != "" {
+		t.Fatalf("policy init: %d %q %q, want 0 and quiet", code, out, errOut)
+	}
+	info, err := os.Stat(defaultPolicy())
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("the default policy: %v %v", info, err)
+	}
+	code, out, _ := run(t, "", "policy", "check", "--json", defaultPolicy())
+	if code != 0 || !strings.Contains(out, `"valid": true`) {
+		t.Errorf("the starter policy does not check: %d %s", code, out)
+	}
+	if code, _, errOut := run(t, "", "policy", "init", "--profile", "ci"); code != exitCantCreat || !strings.Contains(errOut, "--force") {
+		t.Errorf("over an existing policy: %d %q", code, errOut)
+	}
+	if code, _, _ := run(t, "", "policy", "init", "--profile", "ci", "--force"); code != 0 {
+		t.Errorf("--force: %d", code)
+	}
+	if _, out, _ := run(t, "", "policy", "test", defaultPolicy(), "--call", `{"name":"mcp__x__y","input":{}}`); !strings.HasPrefix(out, "deny by the default") {
+		t.Errorf("the ci profile's default: %q", out)
+	}
+	other := filepath.Join(t.TempDir(), "p.json")
+	if code, _, _ := run(t, "", "policy", "init", "--output", other); code != 0 {
+		t.Errorf("--output: %d", code)
+	}
+	if code, _, _ := run(t, "", "policy", "init", "--profile", "server"); code != exitUsage {
+		t.Errorf("an unknown profile: %d", code)
+	}
+}
+
 func TestSchemaCommand(t *testing.T) {
 	code, list, _ := run(t, "", "schema")
 	if code != 0 {

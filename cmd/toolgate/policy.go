@@ -25,6 +25,7 @@ EXAMPLES
 
 ` + exitStatusHelp,
 		Subcommands: []*cli.Command{
+			policyInitCommand(),
 			policyCheckCommand(),
 			policyTestCommand(),
 			policyExplainCommand(),

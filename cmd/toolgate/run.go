@@ -37,7 +37,9 @@ EXIT STATUS
    0    claude succeeded and no call was denied
    N    claude's own exit code, when it failed for its own reasons
    64   bad command line, or claude arguments that would bypass the gate
-   69   the gate could not start (daemon or ledger); claude was not started
+   66   the policy file does not exist or cannot be read; claude was not started
+   69   the gate could not start (daemon or ledger), or claude is not found; claude was not started
+   73   the --report file cannot be created; claude was not started
    75   at least one approval expired (a timeout: retry later)
    77   at least one call was denied (policy, person, schema ...), none expired
    78   the policy document is invalid; claude was not started`,
@@ -60,6 +62,8 @@ EXIT STATUS
 			switch {
 			case errors.As(err, &argsErr):
 				return &usageError{argsErr.Msg}
+			case errors.As(err, new(*supervisor.ReportError)):
+				return &cantCreateError{fmt.Errorf("%w; claude was not started\nTry: --report FILE in a directory you can write", err)}
 			case errors.As(err, new(*supervisor.UnavailableError)):
 				return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve in another terminal to see why, or check %s", err, envPaths("").LogFile())}
 			case err != nil:
@@ -83,6 +87,14 @@ func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		claude, args = args[0], args[1:]
 	}
+	policyPath := cliCtx.String("policy")
+	if policyPath == "" { // TOOLGATE_POLICY set but empty
+		policyPath = defaultPolicy()
+	}
+	if _, err := os.Stat(policyPath); err != nil {
+		named := cliCtx.IsSet("policy") && cliCtx.String("policy") != ""
+		return supervisor.RunConfig{}, missingPolicy(policyPath, named, err)
+	}
 	claudePath, err := exec.LookPath(claude)
 	if err != nil {
 		return supervisor.RunConfig{}, &gateUnavailable{fmt.Errorf("claude not found (%v)\nTry: --claude PATH or TOOLGATE_CLAUDE", err)}
@@ -105,7 +117,7 @@ func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 	home, _ := os.UserHomeDir()
 	return supervisor.RunConfig{
 		Paths:           envPaths(""),
-		PolicyPath:      cliCtx.String("policy"),
+		PolicyPath:      policyPath,
 		ReportPath:      cliCtx.String("report"),
 		ApprovalTimeout: cliCtx.Duration("approval-timeout"),
 		OnAsk:           onAsk,
