@@ -106,8 +106,11 @@ type result struct {
 	stdout string
 	stderr string
 	report supervisor.Report
-	claude claudeResult
-	model  *modelscript.Server
+	raw    []byte // the report file as written
+	// policyFile is the policy the run was given.
+	policyFile string
+	claude     claudeResult
+	model      *modelscript.Server
 }
 
 // claudeResult is claude's own --output-format json result.
@@ -169,6 +172,7 @@ func (w *world) start(a runArgs) (*exec.Cmd, *result, func(*exec.Cmd) result) {
 		w.t.Fatal(err)
 	}
 	reportFile := filepath.Join(dir, "report.json")
+	res := &result{model: model, policyFile: policyFile}
 	args := append([]string{"run", "--policy", policyFile, "--report", reportFile}, a.toolgate...)
 	args = append(args, "--", claudeBin, "-p", "--output-format", "json")
 	if a.mcp != "" {
@@ -192,11 +196,11 @@ func (w *world) start(a runArgs) (*exec.Cmd, *result, func(*exec.Cmd) result) {
 		tee = io.Discard
 	}
 	cmd.Stdout, cmd.Stderr = &stdout, io.MultiWriter(&stderr, tee)
-	res := &result{model: model}
 	return cmd, res, func(cmd *exec.Cmd) result {
 		res.code = cmd.ProcessState.ExitCode()
 		res.stdout, res.stderr = stdout.String(), stderr.String()
 		if data, err := os.ReadFile(reportFile); err == nil {
+			res.raw = data
 			if err := json.Unmarshal(data, &res.report); err != nil {
 				w.t.Fatalf("report: %v", err)
 			}

@@ -79,7 +79,11 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if !level.Contained() {
 		fmt.Fprintf(cfg.Stderr, "toolgate: WARNING: claude runs uncontained: %s\n", level.Detail)
 	}
-	r := &runner{cfg: cfg, log: log, level: level}
+	policyPath, err := filepath.Abs(cfg.PolicyPath)
+	if err != nil {
+		return Report{}, err
+	}
+	r := &runner{cfg: cfg, log: log, level: level, policy: ReportPolicy{Path: policyPath, Version: pol.Version, SHA256: pol.SHA256}}
 	r.gate = &trustedGate{start: daemon.StartConfig{Paths: cfg.Paths, Self: cfg.Self, IdleExit: 5 * time.Minute}, onLost: r.gateLost}
 	if r.client, err = r.gate.connect(ctx); err != nil {
 		return Report{}, &UnavailableError{err}
@@ -107,9 +111,7 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 		return Report{}, &UnavailableError{fmt.Errorf("register the session: %w", err)}
 	}
 	r.session = sess.ID
-	report, err := r.run(ctx)
-	report.Policy = ReportPolicy{Path: cfg.PolicyPath, Version: pol.Version, SHA256: pol.SHA256}
-	return report, err
+	return r.run(ctx)
 }
 
 // ReportError is a --report file that cannot be written: found before
@@ -132,6 +134,7 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 
 type runner struct {
 	cfg     RunConfig
+	policy  ReportPolicy // the policy that decides, for the report
 	log     *slog.Logger
 	level   Level
 	gate    *trustedGate
@@ -263,7 +266,7 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	r.mu.Lock()
 	warnings = append(warnings, report.addUnrecorded(r.answered)...)
 	r.mu.Unlock()
-	report.SessionID, report.StartedAt, report.EndedAt = r.session, started, time.Now().UTC()
+	report.SessionID, report.Policy, report.StartedAt, report.EndedAt = r.session, r.policy, started, time.Now().UTC()
 	report.ClaudeExitCode, report.Containment = claudeCode, r.level
 	report.ExitCode = report.exitCode()
 	if lost := r.gate.Lost(); lost != nil || recErr != nil {
