@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -397,6 +398,8 @@ func (d *Daemon) listCalls(w http.ResponseWriter, r *http.Request, session strin
 		d.fail(w, r, err)
 		return
 	}
+	// In the order they were proposed (the ledger keeps them by id).
+	sort.SliceStable(calls, func(i, j int) bool { return calls[i].ProposedAt.Before(calls[j].ProposedAt) })
 	writeJSON(w, api.CallsResponse{Calls: append([]api.Call{}, calls...)})
 }
 

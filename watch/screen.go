@@ -216,7 +216,11 @@ func (m *model) View() string {
 		d := m.list[i]
 		a := d.Approval
 		line(bold.Render(a.ID) + "  expires in " + left(d, m.now))
-		line(fmt.Sprintf("%s · reason_code %s · policy v%d", ruleOf(d), d.ReasonCode, a.PolicyVersion))
+		about := []string{ruleOf(d)}
+		if d.ReasonCode != "" { // never "reason_code  ·"
+			about = append(about, "reason_code "+d.ReasonCode)
+		}
+		line(strings.Join(append(about, fmt.Sprintf("policy v%d", a.PolicyVersion)), " · "))
 		line(faint.Render("session " + a.SessionID))
 		body := render.Lines(a.ToolName, a.Input, w, max(3, m.height-used-10))
 		for _, l := range body {

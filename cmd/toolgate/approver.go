@@ -51,11 +51,11 @@ func notRunning(err error) error {
 	return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate daemon status, or toolgate doctor", err)}
 }
 
-const approverExitStatus = `EXIT STATUS
+const decideExitStatus = `EXIT STATUS
    0    done
    64   bad command line
    65   no approval with that id
-   69   the daemon is not running
+   69   no daemon is running (it starts none: with none, no ask waits)
    75   the approval had already expired: nothing was decided
    77   refused: a gated session cannot decide its own approvals
    79   the approval was already decided by someone else`
@@ -69,7 +69,7 @@ func printApproval(w io.Writer, d api.ApprovalDetail) {
 	fmt.Fprintf(w, "%s  %s  %s: %s\n", a.ID, a.Status, a.ToolName, render.Summary(a.ToolName, a.Input, 60))
 	left := time.Until(a.ExpiresAt).Round(time.Second)
 	if a.Status == "pending" {
-		fmt.Fprintf(w, "    asked by %s (reason_code %s), session %s, expires in %s\n", rule, d.ReasonCode, a.SessionID, left)
+		fmt.Fprintf(w, "    asked by %s, session %s, expires in %s\n", joinSet(" ", rule, parens(labelled("reason_code", d.ReasonCode))), a.SessionID, left)
 	} else {
 		fmt.Fprintf(w, "    asked by %s, session %s\n", rule, a.SessionID)
 	}

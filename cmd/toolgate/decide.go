@@ -20,7 +20,7 @@ EXAMPLES
    toolgate ` + name + ` apr_01J...
    toolgate ` + name + ` apr_01J... --reason "checked the diff"
 
-` + approverExitStatus,
+` + decideExitStatus,
 		Flags: []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "your note, for the audit"}},
 		Action: func(cliCtx *cli.Context) error {
 			id, err := oneID(cliCtx)

@@ -31,6 +31,7 @@ EXAMPLES
 EXIT STATUS
    0    the demo went as it should
    1    it did not: the audit it printed says what happened
+   64   bad command line
    69   Claude Code is missing and could not be installed, or the gate could not start`,
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "auto-approve", Usage: "approve the ask after `DURATION` (0: wait for you)"},

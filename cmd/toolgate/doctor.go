@@ -31,6 +31,7 @@ EXAMPLES
 
 EXIT STATUS
    0    nothing failed (warnings may remain)
+   64   bad command line
    69   at least one check failed`,
 		Flags: []cli.Flag{
 			jsonFlag(),

@@ -43,13 +43,6 @@ const exitStatusHelp = `EXIT STATUS
    80   policy diff: the new policy loosens a decision
    130  interrupted`
 
-// usageError is a bad command line.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
-
 // dataError is input data that cannot be used.
 type dataError struct{ err error }
 
@@ -81,7 +74,7 @@ func exitCode(err error, stderr io.Writer) int {
 	var cantCreate *cantCreateError
 	switch {
 	case errors.As(err, &usage):
-		fmt.Fprintln(stderr, "Try: toolgate --help")
+		fmt.Fprintln(stderr, usage.hint())
 		return exitUsage
 	case policy.IsInvalid(err):
 		return exitConfig

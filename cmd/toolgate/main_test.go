@@ -56,8 +56,11 @@ func TestPolicyCheck(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &report); err != nil || code != exitConfig {
 		t.Fatalf("--json: code %d, %v: %s", code, err, out)
 	}
-	if report.SchemaVersion != 1 || report.Valid || len(report.Files[0].Errors) == 0 {
+	if report.SchemaVersion != 2 || report.Valid || len(report.Files[0].Errors) == 0 || report.Files[0].Rules != nil || report.Files[0].Tests != nil {
 		t.Errorf("report: %+v", report)
+	}
+	if strings.Contains(out, `"rules": 0`) {
+		t.Errorf("an invalid file reads as one with no rules:\n%s", out)
 	}
 	if code, _, _ := run(t, "", "policy", "check", filepath.Join(t.TempDir(), "missing.json")); code != exitNoInput {
 		t.Errorf("missing file: code %d, want %d", code, exitNoInput)
@@ -289,5 +292,130 @@ func TestSchemaCommand(t *testing.T) {
 	}
 	if code, _, _ := run(t, "", "schema", "nosuch"); code != exitUsage {
 		t.Errorf("an unknown schema: %d", code)
+	}
+}
+
+// A bad command line says what was probably meant and which help to read.
+func TestUsageErrorsHelp(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"run", "--polcy", "p.json", "--", "claude"}, []string{"no flag --polcy", "did you mean --policy?", "Try: toolgate run --help"}},
+		{[]string{"policy", "init", "--prfile", "ci"}, []string{"did you mean --profile?", "Try: toolgate policy init --help"}},
+		{[]string{"run", "--approval-timeout", "10", "--", "claude"}, []string{"--approval-timeout takes a duration", "90s", "10m", "Try: toolgate run --help"}},
+		{[]string{"run", "--policy"}, []string{"--policy needs a value", "Try: toolgate run --help"}},
+		{[]string{"run", "--on-ask", "maybe", "--", "claude"}, []string{"--on-ask must be wait or deny", "Try: toolgate run --help"}},
+		{[]string{"pendng"}, []string{"did you mean toolgate pending?", "Try: toolgate --help"}},
+		{[]string{"policy", "chek", "x.json"}, []string{"did you mean toolgate policy check?", "Try: toolgate policy --help"}},
+		{[]string{"policy.json", "--help"}, []string{`"policy.json" is a file, not a command`, "toolgate policy check policy.json"}},
+		{[]string{"--versoin"}, []string{"did you mean --version?"}},
+		{[]string{"help", "polcy"}, []string{"did you mean toolgate policy?"}},
+		{[]string{"completion", "tcsh"}, []string{"bash, zsh and fish"}},
+	} {
+		code, _, errOut := run(t, "", tt.args...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", tt.args, code, exitUsage)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%v: stderr lacks %q:\n%s", tt.args, w, errOut)
+			}
+		}
+		if strings.Contains(errOut, " -polcy") || strings.Contains(errOut, "flag provided but not defined") {
+			t.Errorf("%v: the flag package's words reach the user:\n%s", tt.args, errOut)
+		}
+	}
+}
+
+func TestHelpVersionCompletion(t *testing.T) {
+	if code, out, _ := run(t, "", "help", "run"); code != 0 || !strings.Contains(out, "toolgate run - run claude") {
+		t.Errorf("help run: %d %.80q", code, out)
+	}
+	if code, out, _ := run(t, "", "help", "policy", "init"); code != 0 || !strings.Contains(out, "toolgate policy init - write a starter policy") {
+		t.Errorf("help policy init: %d %.80q", code, out)
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, out, _ := run(t, "", args...)
+		if code != 0 || !strings.HasPrefix(out, "toolgate dev (") || !strings.Contains(out, "tested with Claude Code 2.1.332 (pinned), 2.1.150") {
+			t.Errorf("%v: %d %q", args, code, out)
+		}
+	}
+	code, out, _ := run(t, "", "version", "--json")
+	var b buildInfo
+	if err := json.Unmarshal([]byte(out), &b); err != nil || code != 0 || b.SchemaVersion != 1 || b.Go == "" || len(b.ClaudeCode) != 2 {
+		t.Errorf("version --json: %d %v %s", code, err, out)
+	}
+	for shell, want := range map[string]string{"bash": "complete -o bashdefault", "zsh": "compdef _toolgate toolgate", "fish": "complete -c toolgate"} {
+		if code, out, _ := run(t, "", "completion", shell); code != 0 || !strings.Contains(out, want) {
+			t.Errorf("completion %s: %d %.120q", shell, code, out)
+		}
+	}
+	// What the scripts ask: the words that may come next (urfave reads
+	// the last word typed from os.Args).
+	args := os.Args
+	defer func() { os.Args = args }()
+	os.Args = []string{"toolgate", "policy", "--generate-bash-completion"}
+	if _, out, _ := run(t, "", os.Args[1:]...); !strings.Contains(out, "init\n") || strings.Contains(out, "help\n") {
+		t.Errorf("completion of policy: %q", out)
+	}
+	os.Args = []string{"toolgate", "run", "--po", "--generate-bash-completion"}
+	if _, out, _ := run(t, "", os.Args[1:]...); !strings.Contains(out, "--policy") {
+		t.Errorf("completion of run --po: %q", out)
+	}
+}
+
+// Each command's EXIT STATUS lists codes from the table only, and the
+// approvers, audit and the policy group list none they cannot return.
+func TestExitStatusListsWhatCanHappen(t *testing.T) {
+	known := map[string]bool{"N": true}
+	for _, line := range strings.Split(exitStatusHelp, "\n")[1:] {
+		known[strings.Fields(line)[0]] = true
+	}
+	never := map[string][]string{
+		"pending": {"65", "75", "77", "79"}, "show": {"75", "77", "79"}, "watch": {"69"}, "audit": {"75", "77", "78", "79", "80"},
+		"policy": {"69", "75", "77", "79", "80"}, "daemon status": {"65", "75", "77"},
+	}
+	app := newApp(nil, nil, nil)
+	var walk func(prefix string, cmds []*cli.Command)
+	walk = func(prefix string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			name := strings.TrimSpace(prefix + c.Name)
+			_, status, _ := strings.Cut(c.Description, "EXIT STATUS\n")
+			codes := map[string]bool{}
+			for _, line := range strings.Split(status, "\n") {
+				if f := strings.Fields(line); len(f) > 0 && (f[0] == "N" || f[0][0] >= '0' && f[0][0] <= '9') {
+					codes[f[0]] = true
+					if !known[f[0]] {
+						t.Errorf("%s: exit %s is not in the table", name, f[0])
+					}
+				}
+			}
+			for _, code := range never[name] {
+				if codes[code] {
+					t.Errorf("%s lists exit %s, which it cannot return", name, code)
+				}
+			}
+			walk(name+" ", c.Subcommands)
+		}
+	}
+	walk("", app.Commands)
+}
+
+// An empty field is left out, never printed as "reason_code " or "(pid 0, )".
+func TestShowLeavesOutEmptyFields(t *testing.T) {
+	var b bytes.Buffer
+	d := api.ApprovalDetail{Approval: api.Approval{ID: "apr_1", Status: "approved", ToolName: "Bash", Input: json.RawMessage(`{"command":"ls"}`)},
+		Decision:  &api.Decision{Actor: "user:alex", Decision: api.EffectAllow},
+		WriteBack: &api.WriteBack{Effect: api.EffectAllow, WroteBack: true}}
+	printApproval(&b, d)
+	printDecision(&b, d)
+	for _, bad := range []string{"reason_code )", "reason_code ,", "reason_code \n", "(pid 0", ", )", "()"} {
+		if strings.Contains(b.String(), bad) {
+			t.Errorf("%q in:\n%s", bad, b.String())
+		}
+	}
+	if !strings.Contains(b.String(), "approved by user:alex at") || !strings.Contains(b.String(), "written back to claude: allow\n") {
+		t.Errorf("show:\n%s", b.String())
 	}
 }

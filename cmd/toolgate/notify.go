@@ -23,9 +23,12 @@ EXAMPLES
    toolgate notify
    systemctl --user enable --now toolgate-notify
 
+It starts no daemon: it waits for one, and follows it when it starts again.
+
 EXIT STATUS
    0    stopped
-   69   no session bus or notification service, or the daemon cannot be started`,
+   64   bad command line
+   69   no session bus or notification service`,
 		Action: func(cliCtx *cli.Context) error {
 			bus, err := dbus.ConnectSessionBus()
 			if err != nil {

@@ -38,7 +38,9 @@ EXIT STATUS
 	}
 }
 
-// checkReport is the --json output of policy check.
+// checkReport is the --json output of policy check. Its schema_version:
+// 1 (2026-11-29); 2 (2026-12-03): an invalid file has no rules and tests
+// counts (they read 0), only its errors.
 type checkReport struct {
 	SchemaVersion int         `json:"schema_version"`
 	Valid         bool        `json:"valid"`
@@ -50,8 +52,8 @@ type checkFile struct {
 	Valid   bool         `json:"valid"`
 	Version int          `json:"version,omitempty"`
 	SHA256  string       `json:"sha256,omitempty"`
-	Rules   int          `json:"rules"`
-	Tests   int          `json:"tests"`
+	Rules   *int         `json:"rules,omitempty"` // a valid file's
+	Tests   *int         `json:"tests,omitempty"`
 	Errors  []checkError `json:"errors"`
 }
 
@@ -63,7 +65,7 @@ type checkError struct {
 }
 
 func runPolicyCheck(stdout, stderr io.Writer, files []string, asJSON bool) error {
-	report := checkReport{SchemaVersion: 1, Valid: true}
+	report := checkReport{SchemaVersion: 2, Valid: true}
 	var unreadable error
 	for _, f := range files {
 		cf := checkFile{File: f, Errors: []checkError{}}
@@ -72,7 +74,8 @@ func runPolicyCheck(stdout, stderr io.Writer, files []string, asJSON bool) error
 		switch {
 		case err == nil:
 			cf.Valid, cf.Version, cf.SHA256 = true, p.Version, p.SHA256
-			cf.Rules, cf.Tests = len(p.Rules()), len(p.Document().Tests)
+			rules, tests := len(p.Rules()), len(p.Document().Tests)
+			cf.Rules, cf.Tests = &rules, &tests
 		case errors.As(err, &errs):
 			for _, e := range errs {
 				cf.Errors = append(cf.Errors, checkError{e.Line, e.Col, e.RuleID, e.Msg})

@@ -61,7 +61,7 @@ EXIT STATUS
 			var argsErr *claudecode.ArgsError
 			switch {
 			case errors.As(err, &argsErr):
-				return &usageError{argsErr.Msg}
+				return &usageError{msg: argsErr.Msg}
 			case errors.As(err, new(*supervisor.ReportError)):
 				return &cantCreateError{fmt.Errorf("%w; claude was not started\nTry: --report FILE in a directory you can write", err)}
 			case errors.As(err, new(*supervisor.UnavailableError)):

@@ -41,6 +41,7 @@ EXAMPLES
 
 EXIT STATUS
    0    stopped by SIGTERM or SIGINT, or idle; with --background: a daemon is ready
+   64   bad command line
    69   the ledger or the socket is unavailable, or a daemon already runs`,
 		Flags: []cli.Flag{
 			ledgerFlag(),

@@ -39,9 +39,11 @@ EXAMPLES
    toolgate watch --lines | tee -a approvals.log
    echo "a apr_01J..." | toolgate watch
 
+It starts no daemon: until one runs it says so and waits for it.
+
 EXIT STATUS
    0    quit (q, or the end of the input)
-   69   the daemon cannot be started`,
+   64   bad command line`,
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "lines", Usage: "line mode, even on a terminal"}},
 		Action: func(cliCtx *cli.Context) error {
 			client := followingClient()
