@@ -278,13 +278,20 @@ func (l *lines) Write(p []byte) (int, error) {
 // its id: the line is the sign that the record exists and a call waits.
 func (l *lines) approvalID(t *testing.T) string {
 	t.Helper()
+	_, rest, _ := strings.Cut(l.waiting(t), "waiting for approval ")
+	id, _, _ := strings.Cut(rest, " ")
+	return id
+}
+
+// waiting waits for toolgate run's line that announces an approval.
+func (l *lines) waiting(t *testing.T) string {
+	t.Helper()
 	timeout := time.After(runTimeout)
 	for {
 		select {
 		case line := <-l.ch:
-			if _, rest, ok := strings.Cut(line, "waiting for approval "); ok {
-				id, _, _ := strings.Cut(rest, " ")
-				return id
+			if strings.Contains(line, "waiting for approval ") {
+				return line
 			}
 		case <-timeout:
 			t.Fatal("toolgate run never announced an approval")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/render"
 	"github.com/urfave/cli/v2"
 )
 
@@ -50,7 +51,10 @@ EXIT STATUS
 			}
 			w := cliCtx.App.Writer
 			printApproval(w, d)
-			fmt.Fprintf(w, "    input: %s\n", strings.TrimSpace(string(d.Approval.Input)))
+			fmt.Fprintf(w, "    input: %s\n", render.Printable(strings.TrimSpace(string(d.Approval.Input))))
+			for _, l := range render.All(d.Approval.ToolName, d.Approval.Input, 76) {
+				fmt.Fprintf(w, "    %s\n", l)
+			}
 			printDecision(w, d)
 			return nil
 		},
