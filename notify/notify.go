@@ -140,6 +140,10 @@ func (n *Notifier) show(ctx context.Context, d api.ApprovalDetail) {
 		rule = "rule " + *a.MatchedRule
 	}
 	body := fmt.Sprintf("%s\n%s asks; expires at %s", render.Summary(a.ToolName, a.Input, 120), rule, a.ExpiresAt.Local().Format("15:04"))
+	if render.Clipped(a.ToolName, a.Input, 120) {
+		// A notification cannot show it all: it must say so, and where.
+		body += "\nnot all of it is shown: toolgate show " + a.ID
+	}
 	var actions []string
 	var mine []*posted
 	if n.actions {
