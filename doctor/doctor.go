@@ -65,6 +65,7 @@ func Run(ctx context.Context, cfg Config) []Check {
 		checkTimeouts(cfg),
 		checkSettings(cfg, "user", cfg.UserSettings),
 		checkSettings(cfg, "project", install.ProjectSettings(cfg.Cwd)),
+		checkSettings(cfg, "local", install.LocalSettings(cfg.Cwd)),
 		checkNotify(ctx, cfg),
 	}
 }
@@ -253,7 +254,13 @@ func checkInstalled(cfg Config, entries []install.Entry) (problem, fix string) {
 	if err != nil {
 		return "the hook's command cannot be read", "run toolgate uninstall, then toolgate install"
 	}
-	if _, err := os.Stat(program); err != nil {
+	if !strings.Contains(program, "/") {
+		// A project's shared settings name the hook from PATH.
+		if _, err := exec.LookPath(program); err != nil {
+			return program + " is not on PATH, so Claude Code cannot run the hook and goes on without toolgate: " + err.Error(),
+				"put toolgate-hook and toolgate on PATH (cp bin/toolgate-hook bin/toolgate ~/.local/bin/)"
+		}
+	} else if _, err := os.Stat(program); err != nil {
 		return "the hook binary is missing: " + err.Error(), "build it (go build -o bin/ ./cmd/...) and run bin/toolgate install again"
 	}
 	for i, w := range args {

@@ -419,3 +419,67 @@ func TestShowLeavesOutEmptyFields(t *testing.T) {
 		t.Errorf("show:\n%s", b.String())
 	}
 }
+
+// A project's shared settings name the hook and the policy portably: from
+// PATH or the project, never by this machine's absolute paths; what cannot
+// be named so is refused with the way out. --scope local is this checkout's.
+func TestInstallScopes(t *testing.T) {
+	seedDoc, err := os.ReadFile(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := t.TempDir()
+	t.Chdir(project)
+	bin := t.TempDir()
+	hook := filepath.Join(bin, "toolgate-hook")
+	os.WriteFile(hook, []byte("#!/bin/sh\n"), 0o755)
+	os.MkdirAll(filepath.Join(project, ".claude"), 0o755)
+	os.WriteFile(filepath.Join(project, ".claude", "p.json"), seedDoc, 0o600)
+	outside := writeFile(t, "p.json", string(seedDoc))
+	t.Setenv("PATH", "/usr/bin:/bin")
+
+	code, _, errOut := run(t, "", "install", "--scope", "project", "--policy", ".claude/p.json", "--hook", hook)
+	if code != exitNoInput || !strings.Contains(errOut, "not on your PATH") || !strings.Contains(errOut, "--scope local") {
+		t.Errorf("a hook off PATH: %d %q", code, errOut)
+	}
+	code, _, errOut = run(t, "", "install", "--scope", "project", "--policy", outside, "--hook", hook)
+	if code != exitNoInput || !strings.Contains(errOut, "outside the project") || !strings.Contains(errOut, "policy init --output") {
+		t.Errorf("a policy outside the project: %d %q", code, errOut)
+	}
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	if code, _, errOut := run(t, "", "install", "--scope", "project", "--policy", ".claude/p.json", "--hook", hook); code != 0 || errOut != "" {
+		t.Fatalf("install --scope project: %d %q", code, errOut)
+	}
+	shared, _ := os.ReadFile(filepath.Join(project, ".claude", "settings.json"))
+	if !strings.Contains(string(shared), `exec 'toolgate-hook' --policy \"$CLAUDE_PROJECT_DIR\"/'.claude/p.json'`) ||
+		strings.Contains(string(shared), project) || strings.Contains(string(shared), bin) {
+		t.Errorf("the shared settings name this machine's paths:\n%s", shared)
+	}
+	// A hook that lives in the project is named from it.
+	os.MkdirAll(filepath.Join(project, "bin"), 0o755)
+	os.WriteFile(filepath.Join(project, "bin", "toolgate-hook"), []byte("#!/bin/sh\n"), 0o755)
+	if code, _, errOut := run(t, "", "install", "--scope", "project", "--policy", ".claude/p.json", "--hook", "bin/toolgate-hook"); code != 0 {
+		t.Fatalf("a hook in the project: %d %q", code, errOut)
+	}
+	shared, _ = os.ReadFile(filepath.Join(project, ".claude", "settings.json"))
+	if !strings.Contains(string(shared), `exec \"$CLAUDE_PROJECT_DIR\"/'bin/toolgate-hook'`) {
+		t.Errorf("a hook in the project:\n%s", shared)
+	}
+	// This checkout only: any path will do, in settings.local.json.
+	if code, _, errOut := run(t, "", "install", "--scope", "local", "--policy", outside, "--hook", hook); code != 0 {
+		t.Fatalf("install --scope local: %d %q", code, errOut)
+	}
+	local, _ := os.ReadFile(filepath.Join(project, ".claude", "settings.local.json"))
+	if !strings.Contains(string(local), "'"+hook+"'") || !strings.Contains(string(local), "'"+outside+"'") {
+		t.Errorf("the local settings:\n%s", local)
+	}
+	if code, _, _ := run(t, "", "uninstall", "--scope", "local"); code != 0 {
+		t.Errorf("uninstall --scope local: %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(project, ".claude", "settings.local.json")); !os.IsNotExist(err) {
+		t.Errorf("the local settings file toolgate created stays: %v", err)
+	}
+	if code, _, _ := run(t, "", "install", "--scope", "team"); code != exitUsage {
+		t.Errorf("--scope team: %d", code)
+	}
+}
