@@ -33,6 +33,8 @@ type RunConfig struct {
 	Hook            string        // the toolgate-hook executable
 	Self            string        // the toolgate executable (to start the daemon; the daemon must run it)
 	Containment     string        // ContainAuto (""), ContainLandlock or ContainOff
+	MCPTimeout      time.Duration // bounds the listing of each MCP server's tools
+	MCPCacheTTL     time.Duration // how long listed tools are kept; not at all when 0
 	Version         string
 	Env             []string // claude's environment, before toolgate's additions
 	Cwd, Home       string
@@ -89,7 +91,11 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 		return Report{}, &UnavailableError{err}
 	}
 	r.cfg.Paths = r.gate.Paths() // the daemon's, wherever this environment would have put them
-	tools, errs := DiscoverTools(ctx, cfg.ClaudeArgs, cfg.Cwd, cfg.Env, 15*time.Second)
+	// The cache is beside the ledger, where the session's tools may not
+	// write: the schemas in it decide calls.
+	disc := Discovery{Timeout: cfg.MCPTimeout, CacheDir: filepath.Join(r.cfg.Paths.StateDir, "mcp-tools"),
+		CacheTTL: cfg.MCPCacheTTL, Notice: cfg.Stderr}
+	tools, errs := disc.DiscoverTools(ctx, cfg.ClaudeArgs, cfg.Cwd, cfg.Env)
 	for _, err := range errs {
 		fmt.Fprintf(cfg.Stderr, "toolgate: warning: %v (its tools are not schema-checked)\n", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
@@ -27,6 +28,14 @@ and exits with a code a script can branch on.
 
 The first word after -- is the claude executable; without it, --claude (or
 TOOLGATE_CLAUDE, or claude on PATH) is used.
+
+Before claude starts, run lists the tools of the MCP servers the session will
+use (--mcp-config, the project's .mcp.json), to check their input against each
+tool's schema. Each server may take --mcp-timeout; one that takes more than a
+second says so on stderr, and one that does not answer in time is reported and
+its tools are not schema-checked. What a server listed is kept for --mcp-cache
+by its configuration (its command, arguments, variables, URL and executable),
+beside the ledger, so a cron job does not start each server once more per run.
 
 EXAMPLES
    toolgate run --policy policy.json -- claude -p "fix the failing test"
@@ -50,6 +59,8 @@ EXIT STATUS
 			&cli.StringFlag{Name: "on-ask", Usage: "wait (for a person) or deny (unattended)", EnvVars: []string{"TOOLGATE_ON_ASK"}, Value: "wait"},
 			&cli.StringFlag{Name: "claude", Usage: "the claude executable", EnvVars: []string{"TOOLGATE_CLAUDE"}, Value: "claude"},
 			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
+			&cli.DurationFlag{Name: "mcp-timeout", Usage: "how long each MCP server may take to list its tools before claude starts", EnvVars: []string{"TOOLGATE_MCP_TIMEOUT"}, Value: supervisor.DefaultDiscoveryTimeout},
+			&cli.DurationFlag{Name: "mcp-cache", Usage: "how long an MCP server's listed tools are kept, by its configuration (0: list them on every run)", EnvVars: []string{"TOOLGATE_MCP_CACHE"}, Value: 24 * time.Hour},
 			&cli.StringFlag{Name: "containment", Usage: "auto (Landlock where the kernel has it), landlock (or refuse to start), or off", EnvVars: []string{"TOOLGATE_CONTAINMENT"}, Value: supervisor.ContainAuto},
 		},
 		Action: func(cliCtx *cli.Context) error {
@@ -122,6 +133,8 @@ func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 		ApprovalTimeout: cliCtx.Duration("approval-timeout"),
 		OnAsk:           onAsk,
 		Containment:     cliCtx.String("containment"),
+		MCPTimeout:      cliCtx.Duration("mcp-timeout"),
+		MCPCacheTTL:     cliCtx.Duration("mcp-cache"),
 		Claude:          claudePath,
 		ClaudeArgs:      args,
 		Hook:            hook,
