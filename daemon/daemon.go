@@ -118,6 +118,7 @@ func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener) erro
 			ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelWarn)}
 	}
 	gateSrv, approveSrv := newServer(d.handler()), newServer(d.approverHandler())
+	held := holdSocketFiles(d.cfg.Paths.Socket(), d.cfg.Paths.ApproveSocket())
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -135,8 +136,7 @@ func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener) erro
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		d.keepSockets(ctx, map[string]*http.Server{d.cfg.Paths.Socket(): gateSrv, d.cfg.Paths.ApproveSocket(): approveSrv},
-			map[string]net.Listener{d.cfg.Paths.Socket(): gateLn, d.cfg.Paths.ApproveSocket(): approveLn})
+		d.keepSockets(ctx, map[string]*http.Server{d.cfg.Paths.Socket(): gateSrv, d.cfg.Paths.ApproveSocket(): approveSrv}, held)
 	}()
 	if d.cfg.Ready != nil {
 		fmt.Fprintln(d.cfg.Ready, "ready")
