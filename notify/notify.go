@@ -240,8 +240,12 @@ func (n *Notifier) click(ctx context.Context, s *dbus.Signal) {
 	key, _ := s.Body[1].(string)
 	n.mu.Lock()
 	owner, p := n.owner, n.keys[key]
+	var posted uint32 // 0 until Notify's answer names it (show sets it under n.mu)
+	if p != nil {
+		posted = p.id
+	}
 	n.mu.Unlock()
-	if s.Sender != owner || p == nil || p.id != 0 && p.id != id {
+	if s.Sender != owner || p == nil || posted != 0 && posted != id {
 		n.logf("ignored an ActionInvoked from %s (the notification service is %s) for notification %d: not a click on one of toolgate's", s.Sender, owner, id)
 		return
 	}
