@@ -335,6 +335,14 @@ func TestHelpVersionCompletion(t *testing.T) {
 	if code, out, _ := run(t, "", "help", "policy", "init"); code != 0 || !strings.Contains(out, "toolgate policy init - write a starter policy") {
 		t.Errorf("help policy init: %d %.80q", code, out)
 	}
+	// It suggested a file Claude Code does not read.
+	if _, out, _ := run(t, "", "policy", "export-settings", "--help"); strings.Contains(out, "permissions.json") || !strings.Contains(out, ".claude/settings.local.json") {
+		t.Errorf("export-settings --help:\n%s", out)
+	}
+	// The cap on a rule's approval_timeout in installed sessions is said.
+	if _, out, _ := run(t, "", "install", "--help"); !strings.Contains(out, "never lengthen it") {
+		t.Errorf("install --help does not say how approval_timeout is capped:\n%s", out)
+	}
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		code, out, _ := run(t, "", args...)
 		if code != 0 || !strings.HasPrefix(out, "toolgate dev (") || !strings.Contains(out, "tested with Claude Code 2.1.332 (pinned), 2.1.150") {
