@@ -106,7 +106,7 @@ func TestOneDaemonWhateverTheEnvironment(t *testing.T) {
 	}
 	run, wait = w.runAsyncCmd(runArgs{policy: askTouchPolicy, script: []modelscript.Step{step(bash("toolu_env_2", "touch two.txt"))}, environ: w.cronEnv})
 	id = run.lines.approvalID(t)
-	if code, st := w.daemonStatus(desk); code != 0 || st.RuntimeDir != filepath.Join(fallback) || st.Pending != 1 {
+	if code, st := w.daemonStatus(desk); code != 0 || st.RuntimeDir != fallback || st.Pending != 1 {
 		t.Errorf("the desktop's view of the cron run's daemon: exit %d %+v, want sockets in %s", code, st, fallback)
 	}
 	if code, out := w.toolgateIn(desk, "approve", id); code != 0 {
