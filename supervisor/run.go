@@ -257,14 +257,22 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	defer cancel()
 	var warnings []string
 	spooled, _ := api.ReadSpool(r.spool) // before the daemon, at the session's end, ingests and removes it
-	_, err := r.client.EndSession(ctx, r.session)
+	client := r.client
+	if r.gate.Lost() != nil {
+		// Claude is stopped and no call is decided any more, but the
+		// session's record is still the trusted daemon's, once it has its
+		// socket back from the impostor: the report must not read as if
+		// nothing happened.
+		client = r.gate.recordClient(ctx)
+	}
+	_, err := client.EndSession(ctx, r.session)
 	if api.IsUnavailable(err) && r.gate.restart(ctx) {
-		_, err = r.client.EndSession(ctx, r.session)
+		_, err = client.EndSession(ctx, r.session)
 	}
 	if err != nil {
 		warnings = append(warnings, "end the session: "+err.Error())
 	}
-	calls, recErr := r.client.SessionCalls(ctx, r.session)
+	calls, recErr := client.SessionCalls(ctx, r.session)
 	if recErr != nil {
 		warnings = append(warnings, "the daemon's record of the session is unavailable: "+recErr.Error())
 	}

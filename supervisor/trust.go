@@ -157,6 +157,33 @@ func (g *trustedGate) restart(ctx context.Context) bool {
 // to stop: its shutdown lets requests in flight finish for up to 10 s.
 const stopGrace = 12 * time.Second
 
+// recordClient is a client of the trusted daemon alone, for reading the
+// session's record after the gate was lost: it waits (a few seconds at
+// most) while that daemon lives but does not answer on its socket, as
+// when it has yet to take the socket back from an impostor, and it talks
+// to no other process.
+func (g *trustedGate) recordClient(ctx context.Context) *api.Client {
+	g.mu.Lock()
+	pid, sock := g.pid, g.paths().Socket()
+	g.mu.Unlock()
+	c := api.NewClient(sock)
+	c.VerifyPeer = func(p api.Peer) error {
+		if p.PID != pid {
+			return fmt.Errorf("pid %d answers on %s, not the daemon toolgate run trusts (pid %d)", p.PID, sock, pid)
+		}
+		return nil
+	}
+	for deadline := time.Now().Add(stopGrace); proc.Alive(pid) && time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(50 * time.Millisecond) {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		p, err := api.NewClient(sock).Peer(pctx)
+		cancel()
+		if err == nil && p.PID == pid {
+			break
+		}
+	}
+	return c
+}
+
 // watchInterval is how often run looks at its daemon while claude runs.
 const watchInterval = 500 * time.Millisecond
 
