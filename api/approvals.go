@@ -158,7 +158,7 @@ func (c *Client) ExportAudit(ctx context.Context, w io.Writer) error {
 		return statusError(resp.status, data)
 	}
 	if _, err := io.Copy(w, resp.body); err != nil {
-		return &UnavailableError{SocketPath: c.SocketPath, Err: err}
+		return &UnavailableError{SocketPath: c.socket(), Err: err}
 	}
 	return nil
 }

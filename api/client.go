@@ -23,6 +23,18 @@ type Client struct {
 	// error refuses the request (an *UnavailableError): the hook and
 	// toolgate run talk only to the daemon they trust.
 	VerifyPeer func(Peer) error
+	// Locate, when set, names the socket for each new connection instead
+	// of SocketPath: an approver that waits for a daemon finds it wherever
+	// it starts (see Paths.Live).
+	Locate func() string
+}
+
+// socket is the socket the next connection dials.
+func (c *Client) socket() string {
+	if c.Locate != nil {
+		return c.Locate()
+	}
+	return c.SocketPath
 }
 
 // Peer is a process at the other end of a Unix socket, from the kernel
@@ -78,7 +90,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	defer resp.body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.body, 64<<20))
 	if err != nil {
-		return &UnavailableError{SocketPath: c.SocketPath, Err: err}
+		return &UnavailableError{SocketPath: c.socket(), Err: err}
 	}
 	if resp.status != 200 {
 		return statusError(resp.status, data)

@@ -22,7 +22,10 @@
 // HTTP/1.1 over a Unix socket (gate.sock, in $XDG_RUNTIME_DIR/toolgate).
 // The socket's directory is 0700 and the socket 0600; the daemon reads the
 // caller's uid and pid with SO_PEERCRED and refuses other uids and any
-// request that carries an Origin or Referer header (a browser).
+// request that carries an Origin or Referer header (a browser). The daemon
+// records its runtime directory beside its ledger (daemon.json), and
+// clients go there whatever their own environment names (Paths.Live,
+// live.go): a cron job and a desktop session reach the same daemon.
 //
 // Every request and response carries the header Toolgate-Protocol with
 // ProtocolVersion; a request with another version is refused with code

@@ -32,10 +32,11 @@ type response struct {
 // the whole exchange, reading the body included: when it ends the
 // connection is closed.
 func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte) (*response, error) {
+	sock := c.socket()
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.SocketPath)
+	conn, err := d.DialContext(ctx, "unix", sock)
 	if err != nil {
-		return nil, &UnavailableError{SocketPath: c.SocketPath, Err: err}
+		return nil, &UnavailableError{SocketPath: sock, Err: err}
 	}
 	if c.VerifyPeer != nil {
 		p, err := peerOf(conn)
@@ -44,7 +45,7 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 		}
 		if err != nil {
 			conn.Close()
-			return nil, &UnavailableError{SocketPath: c.SocketPath, Err: err}
+			return nil, &UnavailableError{SocketPath: sock, Err: err}
 		}
 	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
@@ -54,7 +55,7 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return nil, &UnavailableError{SocketPath: c.SocketPath, Err: err}
+		return nil, &UnavailableError{SocketPath: sock, Err: err}
 	}
 	var req bytes.Buffer
 	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: toolgate\r\n%s: %d\r\nConnection: close\r\n", method, path, HeaderProtocol, ProtocolVersion)
@@ -119,10 +120,11 @@ func peerOf(conn net.Conn) (Peer, error) {
 
 // Peer returns the credentials of the process listening on the socket.
 func (c *Client) Peer(ctx context.Context) (Peer, error) {
+	sock := c.socket()
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.SocketPath)
+	conn, err := d.DialContext(ctx, "unix", sock)
 	if err != nil {
-		return Peer{}, &UnavailableError{SocketPath: c.SocketPath, Err: err}
+		return Peer{}, &UnavailableError{SocketPath: sock, Err: err}
 	}
 	defer conn.Close()
 	return peerOf(conn)

@@ -19,6 +19,10 @@ type StatusResponse struct {
 	PID      int    `json:"pid"`
 	Ledger   string `json:"ledger"`
 	Sessions int    `json:"sessions"` // active sessions
+	// Added within protocol 4 (2026-12-02); older daemons leave them out.
+	RuntimeDir string    `json:"runtime_dir,omitempty"` // where its sockets are
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	Pending    int       `json:"pending"` // asks waiting for a person
 }
 
 // ToolInfo is what an MCP server told about one of its tools.

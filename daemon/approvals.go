@@ -100,6 +100,10 @@ func (g *gate) askVerdict(ctx context.Context, a api.Approval) (api.Verdict, err
 // errStillPending is returned by wait when its context ends first.
 var errStillPending = errors.New("the approval is still pending")
 
+// errStopping is returned by wait when the daemon stops first: the
+// approval stays pending, for the daemon that comes next.
+var errStopping = errors.New("the daemon is stopping; the approval stays pending")
+
 // wait blocks until the approval is settled and returns the verdict for
 // the call, recording its write-back.
 func (g *gate) wait(ctx context.Context, id string) (api.Verdict, error) {
@@ -123,6 +127,9 @@ func (g *gate) wait(ctx context.Context, id string) (api.Verdict, error) {
 		case <-ctx.Done():
 			cancel()
 			return api.Verdict{}, errStillPending
+		case <-g.stopping:
+			cancel()
+			return api.Verdict{}, errStopping
 		}
 	}
 }

@@ -147,6 +147,8 @@ func (d *Daemon) handleWatch(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		case <-r.Context().Done():
 			return
+		case <-d.gate.stopping:
+			return // the approver reconnects to the next daemon
 		}
 	}
 }
@@ -156,6 +158,12 @@ func (d *Daemon) handleWait(w http.ResponseWriter, r *http.Request) {
 	v, err := d.gate.wait(r.Context(), r.PathValue("id"))
 	if errors.Is(err, errStillPending) {
 		return // the caller went away
+	}
+	if errors.Is(err, errStopping) {
+		// No answer at all, only a closed connection: toolgate run takes
+		// that for a daemon gone, starts one again and asks again for the
+		// same tool_use_id, finding the same approval.
+		panic(http.ErrAbortHandler)
 	}
 	if err != nil {
 		d.fail(w, r, err)

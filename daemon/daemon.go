@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,8 @@ type Daemon struct {
 	sessions *sessions
 	gate     *gate
 
+	started time.Time
+
 	inflight atomic.Int64
 	lastSeen atomic.Int64 // unix nanoseconds of the last request
 }
@@ -74,6 +77,9 @@ func Serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	l, err := ledger.Open(cfg.Paths.LedgerDir(), ledger.Options{Logger: log})
+	if ledger.IsLocked(err) {
+		return fmt.Errorf("%w%s", err, heldBy(cfg.Paths))
+	}
 	if err != nil {
 		return err
 	}
@@ -87,9 +93,17 @@ func Serve(ctx context.Context, cfg Config) error {
 		gateLn.Close()
 		return err
 	}
+	removeRecord, err := writeRecord(cfg.Paths)
+	if err != nil {
+		gateLn.Close()
+		approveLn.Close()
+		return err
+	}
+	defer removeRecord()
 	exe, _ := os.Executable()
 	d := &Daemon{cfg: cfg, log: log, ledger: l, sessions: newSessions(l, policy.GuardPaths{Gate: cfg.Paths, ConfigDir: cfg.ConfigDir, Exe: exe})}
-	d.gate = &gate{ledger: l, sessions: d.sessions, log: log, broker: newBroker(), rearmc: make(chan struct{}, 1)}
+	d.gate = &gate{ledger: l, sessions: d.sessions, log: log, broker: newBroker(), rearmc: make(chan struct{}, 1), stopping: make(chan struct{})}
+	d.started = time.Now().UTC().Truncate(time.Second)
 	d.lastSeen.Store(time.Now().UnixNano())
 	if err := d.sessions.loadActive(ctx); err != nil {
 		log.Error("load the active sessions", "err", err)
@@ -104,6 +118,7 @@ func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener) erro
 			ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelWarn)}
 	}
 	gateSrv, approveSrv := newServer(d.handler()), newServer(d.approverHandler())
+	held := holdSocketFiles(d.cfg.Paths.Socket(), d.cfg.Paths.ApproveSocket())
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -118,11 +133,6 @@ func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener) erro
 	errc := make(chan error, 2)
 	go func() { errc <- gateSrv.Serve(gateLn) }()
 	go func() { errc <- approveSrv.Serve(approveLn) }()
-	// The socket files are held before anyone is told the daemon is
-	// ready: a file put in their place from then on is never taken for
-	// the daemon's own.
-	held := map[string]*socketFile{d.cfg.Paths.Socket(): holdSocketFile(d.cfg.Paths.Socket()),
-		d.cfg.Paths.ApproveSocket(): holdSocketFile(d.cfg.Paths.ApproveSocket())}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -138,8 +148,11 @@ func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener) erro
 		cancel()
 	case <-ctx.Done():
 	}
-	// Stop taking requests, let the ones in flight finish; long waits on
-	// approvals end (their callers ask again after a restart).
+	// Stop taking requests and let the ones in flight finish. Waits for a
+	// person end at once: their approvals stay pending in the ledger, and
+	// their callers ask the next daemon again. So a stop takes as long as
+	// the slowest short request, not as long as a person.
+	close(d.gate.stopping)
 	shutdown, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
 	approveSrv.Shutdown(shutdown)
@@ -306,8 +319,10 @@ func (d *Daemon) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
+	pending, _ := d.ledger.Pending(r.Context())
 	writeJSON(w, api.StatusResponse{Protocol: api.ProtocolVersion, Version: d.cfg.Version, PID: os.Getpid(),
-		Ledger: d.cfg.Paths.LedgerDir(), Sessions: d.sessions.active()})
+		Ledger: d.cfg.Paths.LedgerDir(), Sessions: d.sessions.active(), RuntimeDir: d.cfg.Paths.RuntimeDir,
+		StartedAt: d.started, Pending: len(pending)})
 }
 
 func (d *Daemon) handleRegister(w http.ResponseWriter, r *http.Request) {
@@ -402,6 +417,8 @@ func (d *Daemon) listCalls(w http.ResponseWriter, r *http.Request, session strin
 		d.fail(w, r, err)
 		return
 	}
+	// In the order they were proposed (the ledger keeps them by id).
+	sort.SliceStable(calls, func(i, j int) bool { return calls[i].ProposedAt.Before(calls[j].ProposedAt) })
 	writeJSON(w, api.CallsResponse{Calls: append([]api.Call{}, calls...)})
 }
 

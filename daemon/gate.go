@@ -23,6 +23,9 @@ type gate struct {
 	broker   *broker
 	rearmc   chan struct{} // wakes the expiry loop
 	claims   claims        // the calls installed hooks' PermissionRequests wait on
+	// stopping is closed when the daemon begins to stop: waits for a
+	// person end then, and their approvals stay pending in the ledger.
+	stopping chan struct{}
 }
 
 // errBadEvent is a hook event the gate cannot use.

@@ -211,7 +211,9 @@ func (g *gate) permissionRequest(ctx context.Context, s *gateSession, ev gjson.R
 	}
 	id := v.ApprovalID
 	v, err = g.wait(ctx, id)
-	if errors.Is(err, errStillPending) {
+	// A daemon that stops cannot answer the hook any more either: Claude
+	// Code's own dialog decides, as when nobody decides in time.
+	if errors.Is(err, errStillPending) || errors.Is(err, errStopping) {
 		// The hook is gone before anyone decided: Claude Code's dialog
 		// answered first, or the hook was stopped. Nothing decided now
 		// could take effect, so the approval ends here.

@@ -145,6 +145,17 @@ type socketFile struct {
 	fd int
 }
 
+// holdSocketFiles holds each socket file the daemon bound. It runs before
+// the daemon says it is ready: a file replaced before it is held would be
+// held in its stead, and never taken back.
+func holdSocketFiles(paths ...string) map[string]*socketFile {
+	held := map[string]*socketFile{}
+	for _, path := range paths {
+		held[path] = holdSocketFile(path)
+	}
+	return held
+}
+
 func holdSocketFile(path string) *socketFile {
 	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {

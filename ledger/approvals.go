@@ -348,14 +348,14 @@ func (l *Ledger) Pending(ctx context.Context) ([]api.Approval, error) {
 // Approval returns an approval record, or ErrNotFound.
 func (l *Ledger) Approval(ctx context.Context, id string) (api.Approval, error) {
 	var a api.Approval
-	return a, l.read(approvalKey(id), &a)
+	return a, named("approval", id, l.read(approvalKey(id), &a))
 }
 
 // ApprovalFor returns the approval record of a call, or ErrNotFound.
 func (l *Ledger) ApprovalFor(ctx context.Context, toolUseID string) (api.Approval, error) {
 	var id string
 	if err := l.read(approvalOfCallKey(toolUseID), &id); err != nil {
-		return api.Approval{}, err
+		return api.Approval{}, named("approval of call", toolUseID, err)
 	}
 	return l.Approval(ctx, id)
 }
@@ -365,7 +365,7 @@ func (l *Ledger) ApprovalFor(ctx context.Context, toolUseID string) (api.Approva
 func (l *Ledger) DecisionFor(ctx context.Context, approvalID string) (api.Decision, error) {
 	var d api.Decision
 	err := l.read(decisionKey(approvalID), &d)
-	return readDecision(d), err
+	return readDecision(d), named("decision on approval", approvalID, err)
 }
 
 // readDecision is a stored decision as it reads today. Decisions stored

@@ -62,5 +62,14 @@ func write[T any](ctx context.Context, l *Ledger, fn func(*tx) (T, error)) (T, e
 	return store.Write(ctx, l.store, func(st *store.Tx) (T, error) { return fn(&tx{st, l}) })
 }
 
+// named says which record was not found in the domain's words: the
+// store's key ("a/apr_..."), an internal, never reaches a person.
+func named(what, id string, err error) error {
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("no %s %s: %w", what, id, ErrNotFound)
+	}
+	return err
+}
+
 // read decodes the value at key into v, or returns ErrNotFound.
 func (l *Ledger) read(key string, v any) error { return l.store.Read(key, v) }

@@ -182,7 +182,7 @@ func (l *Ledger) RecordIncident(ctx context.Context, subject string, inc api.Inc
 // Session returns a session, or ErrNotFound.
 func (l *Ledger) Session(ctx context.Context, id string) (api.Session, error) {
 	var s api.Session
-	return s, l.read(sessionKey(id), &s)
+	return s, named("session", id, l.read(sessionKey(id), &s))
 }
 
 // Sessions lists every session in id order.

@@ -159,6 +159,10 @@ func (n *Notifier) show(ctx context.Context, d api.ApprovalDetail) {
 		rule = "rule " + *a.MatchedRule
 	}
 	body := fmt.Sprintf("%s\n%s asks; expires at %s", render.Summary(a.ToolName, a.Input, 120), rule, a.ExpiresAt.Local().Format("15:04"))
+	if render.Clipped(a.ToolName, a.Input, 120) {
+		// A notification cannot show it all: it must say so, and where.
+		body += "\nnot all of it is shown: toolgate show " + a.ID
+	}
 	var actions []string
 	var mine []*posted
 	if n.actions {
@@ -255,12 +259,12 @@ func (n *Notifier) click(ctx context.Context, s *dbus.Signal) {
 	key, _ := s.Body[1].(string)
 	n.mu.Lock()
 	owner, p := n.owner, n.keys[key]
-	var posted posted
+	var posted uint32 // 0 until Notify's answer names it (show sets it under n.mu)
 	if p != nil {
-		posted = *p // show sets its id once the server answers
+		posted = p.id
 	}
 	n.mu.Unlock()
-	if s.Sender != owner || p == nil || posted.id != 0 && posted.id != id {
+	if s.Sender != owner || p == nil || posted != 0 && posted != id {
 		n.logf("ignored an ActionInvoked from %s (the notification service is %s) for notification %d: not a click on one of toolgate's", s.Sender, owner, id)
 		return
 	}

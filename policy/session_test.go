@@ -32,7 +32,7 @@ func TestSessionEvaluate(t *testing.T) {
 	}{
 		{"mcp__gh__sign", `{}`, api.EffectDeny, api.ReasonRequiresUser, api.SourceDowngrade, "interactive"},
 		{"mcp__gh__pr", `{"base":7}`, api.EffectDeny, api.ReasonSchemaInvalid, api.SourceSchema, "/base: "},
-		{"mcp__gh__pr", `{"title":"x"}`, api.EffectDeny, api.ReasonSchemaInvalid, api.SourceSchema, "the input: "},
+		{"mcp__gh__pr", `{"title":"x"}`, api.EffectDeny, api.ReasonSchemaInvalid, api.SourceSchema, "schema. The input: "},
 		{"mcp__gh__pr", `{"base":"main"}`, api.EffectAsk, "review", api.SourcePolicy, ""},
 		{"mcp__gh__issue", `{}`, api.EffectDeny, api.ReasonSchemaInvalid, api.SourceSchema, "title"},
 		{"mcp__gh__broken", `{}`, api.EffectDeny, api.ReasonDefault, api.SourcePolicy, "default is to deny"},

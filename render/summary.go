@@ -34,3 +34,20 @@ func Summary(tool string, input []byte, n int) string {
 	}
 	return s
 }
+
+// Clipped reports whether Summary(tool, input, n) leaves part of what
+// would run out: cut at n, a Bash script of several lines (Summary joins
+// them), or a file tool's content (Summary shows only its path). Then a
+// person must be told where to read it whole.
+func Clipped(tool string, input []byte, n int) bool {
+	in := gjson.ParseBytes(input)
+	switch {
+	case len([]rune(Summary(tool, input, 1<<30))) > n:
+		return true
+	case tool == "Bash":
+		return strings.Contains(strings.TrimSpace(in.Get("command").String()), "\n")
+	case in.Get("file_path").Exists():
+		return len(in.Map()) > 1
+	}
+	return false
+}

@@ -18,7 +18,10 @@ import (
 //     actor, approval and whether they ran; counts.
 //   - 2: 2026-12-02: each call is the audit's whole record of it (input,
 //     times, what the model saw), as toolgate audit --json lists it.
-const ReportSchemaVersion = 2
+//   - 3: 2026-12-03: an expired ask is an outcome of its own: counted
+//     under expired only, never in denied_by_reason, as the exit code
+//     (75, not 77) treats it; policy names the policy (it was empty).
+const ReportSchemaVersion = 3
 
 // Report is what toolgate run writes with --report: every call of the
 // session and what came of it.
@@ -57,12 +60,16 @@ type DeferredCall struct {
 
 // ReportPolicy names the policy that decided.
 type ReportPolicy struct {
-	Path    string `json:"path"`
+	Path    string `json:"path"` // absolute
 	Version int    `json:"version"`
 	SHA256  string `json:"sha256"`
 }
 
-// Counts are the report's totals.
+// Counts are the report's totals. Every call has one outcome: allowed,
+// denied, expired (an ask nobody decided in time; its call carries effect
+// deny and reason_code approval_expired, but it is no denial: exit 75, a
+// retry may pass) or pending (asked, never answered: claude ended first).
+// So calls = allowed + denied + expired + pending.
 type Counts struct {
 	Calls    int            `json:"calls"`
 	Allowed  int            `json:"allowed"`
@@ -71,7 +78,7 @@ type Counts struct {
 	Pending  int            `json:"pending"`  // asked and never answered
 	Deferred int            `json:"deferred"` // asked, and the run ended for a person to decide (--on-ask defer)
 	Executed int            `json:"executed"`
-	ByReason map[string]int `json:"denied_by_reason"`
+	ByReason map[string]int `json:"denied_by_reason"` // the denied calls by reason_code
 }
 
 // Exit codes of toolgate run besides claude's own (sysexits).
@@ -167,7 +174,6 @@ func (n *Counts) add(c api.Call) {
 		n.Allowed++
 	case c.Effect == api.EffectDeny && c.ReasonCode == api.ReasonApprovalExpired:
 		n.Expired++
-		n.ByReason[c.ReasonCode]++
 	case c.Effect == api.EffectDeny:
 		n.Denied++
 		n.ByReason[c.ReasonCode]++
@@ -208,11 +214,30 @@ func (r *Report) Summary() string {
 	if len(reasons) > 0 {
 		s += " (" + strings.Join(reasons, ", ") + ")"
 	}
-	s += fmt.Sprintf(", %d expired, %d executed", r.Counts.Expired, r.Counts.Executed)
+	s += fmt.Sprintf(", %d expired", r.Counts.Expired)
+	if r.Counts.Pending > 0 {
+		s += fmt.Sprintf(", %d never answered", r.Counts.Pending)
+	}
+	s += fmt.Sprintf(", %d executed", r.Counts.Executed)
 	if r.Deferred != nil {
 		s += fmt.Sprintf(", 1 deferred (%s waits for a person: toolgate approve or deny it, then toolgate resume)", r.Deferred.ApprovalID)
 	}
 	return s + fmt.Sprintf("; claude exited %d; exit %d", r.ClaudeExitCode, r.ExitCode)
+}
+
+// canWriteReport checks, before anything runs, that writeReport will be
+// able to write path: its temporary file can be created beside it, and
+// path is not a directory.
+func canWriteReport(path string) error {
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return fmt.Errorf("it is a directory")
+	}
+	f, err := os.OpenFile(path+".tmp", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(path + ".tmp")
 }
 
 // writeReport writes the report atomically (0600).

@@ -41,12 +41,14 @@ type RunConfig struct {
 	// AllowOtherHooks lets claude run with PreToolUse or PermissionRequest
 	// hooks of other settings layers beside toolgate's.
 	AllowOtherHooks bool
-	Claude          string   // the claude executable
-	ClaudeArgs      []string // the user's own arguments
-	Hook            string   // the toolgate-hook executable
-	Self            string   // the toolgate executable (to start the daemon; the daemon must run it)
-	ConfigDir       string   // toolgate's configuration directory ($XDG_CONFIG_HOME/toolgate)
-	Containment     string   // a contain mode: contain.Auto (""), Landlock, Strict or Off
+	Claude          string        // the claude executable
+	ClaudeArgs      []string      // the user's own arguments
+	Hook            string        // the toolgate-hook executable
+	Self            string        // the toolgate executable (to start the daemon; the daemon must run it)
+	ConfigDir       string        // toolgate's configuration directory ($XDG_CONFIG_HOME/toolgate)
+	Containment     string        // a contain mode: contain.Auto (""), Landlock, Strict or Off
+	MCPTimeout      time.Duration // bounds the listing of each MCP server's tools
+	MCPCacheTTL     time.Duration // how long listed tools are kept; not at all when 0
 	Version         string
 	Env             []string // claude's environment, before toolgate's additions
 	Cwd, Home       string
@@ -84,6 +86,11 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if err := checkSettings(settingsLayers(claudeDir(cfg), cfg.Cwd), claudecode.SettingsArgs(cfg.ClaudeArgs), cfg.AllowOtherHooks); err != nil {
 		return Report{}, err
 	}
+	if cfg.ReportPath != "" {
+		if err := canWriteReport(cfg.ReportPath); err != nil {
+			return Report{}, &ReportError{Path: cfg.ReportPath, Err: err}
+		}
+	}
 	level, err := contain.ForRun(cfg.Containment)
 	if err != nil {
 		return Report{}, &UnavailableError{err}
@@ -91,12 +98,21 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if !level.Contained() {
 		fmt.Fprintf(cfg.Stderr, "toolgate: WARNING: claude runs uncontained: %s\n", level.Detail)
 	}
-	r := &runner{cfg: cfg, log: log, level: level}
+	policyPath, err := filepath.Abs(cfg.PolicyPath)
+	if err != nil {
+		return Report{}, err
+	}
+	r := &runner{cfg: cfg, log: log, level: level, policy: ReportPolicy{Path: policyPath, Version: pol.Version, SHA256: pol.SHA256}}
 	r.gate = &trustedGate{start: daemon.StartConfig{Paths: cfg.Paths, Self: cfg.Self, IdleExit: 5 * time.Minute}, onLost: r.gateLost}
 	if r.client, err = r.gate.connect(ctx); err != nil {
 		return Report{}, &UnavailableError{err}
 	}
-	tools, errs := DiscoverTools(ctx, cfg.ClaudeArgs, cfg.Cwd, cfg.Env, 15*time.Second)
+	r.cfg.Paths = r.gate.Paths() // the daemon's, wherever this environment would have put them
+	// The cache is beside the ledger, where the session's tools may not
+	// write: the schemas in it decide calls.
+	disc := Discovery{Timeout: cfg.MCPTimeout, CacheDir: filepath.Join(r.cfg.Paths.StateDir, "mcp-tools"),
+		CacheTTL: cfg.MCPCacheTTL, Notice: cfg.Stderr}
+	tools, errs := disc.DiscoverTools(ctx, cfg.ClaudeArgs, cfg.Cwd, cfg.Env)
 	for _, err := range errs {
 		fmt.Fprintf(cfg.Stderr, "toolgate: warning: %v (its tools are not schema-checked)\n", err)
 	}
@@ -130,9 +146,7 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 		return Report{}, &UnavailableError{fmt.Errorf("register the session: %w", err)}
 	}
 	r.session = sess.ID
-	report, err := r.run(ctx)
-	report.Policy = ReportPolicy{Path: cfg.PolicyPath, Version: pol.Version, SHA256: pol.SHA256}
-	return report, err
+	return r.run(ctx)
 }
 
 // PolicyChangedError is a resume under a policy that is not the one the
@@ -147,6 +161,18 @@ func (e *PolicyChangedError) Error() string {
 // ErrAlreadyResumed is a deferred session another resume took up first.
 var ErrAlreadyResumed = errors.New("another toolgate resume took the session up first")
 
+// ReportError is a --report file that cannot be written: found before
+// claude starts, not after it ran in full.
+type ReportError struct {
+	Path string
+	Err  error
+}
+
+func (e *ReportError) Error() string {
+	return "the report cannot be written to " + e.Path + ": " + e.Err.Error()
+}
+func (e *ReportError) Unwrap() error { return e.Err }
+
 // UnavailableError is the gate failing to start: claude was not started.
 type UnavailableError struct{ Err error }
 
@@ -155,6 +181,7 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 
 type runner struct {
 	cfg     RunConfig
+	policy  ReportPolicy // the policy that decides, for the report
 	log     *slog.Logger
 	level   contain.Level
 	gate    *trustedGate
@@ -287,14 +314,22 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	defer cancel()
 	var warnings []string
 	spooled, _ := api.ReadSpool(r.spool) // before the daemon, at the session's end, ingests and removes it
-	ended, err := r.client.EndSession(ctx, r.session)
+	client := r.client
+	if r.gate.Lost() != nil {
+		// Claude is stopped and no call is decided any more, but the
+		// session's record is still the trusted daemon's, once it has its
+		// socket back from the impostor: the report must not read as if
+		// nothing happened.
+		client = r.gate.recordClient(ctx)
+	}
+	ended, err := client.EndSession(ctx, r.session)
 	if api.IsUnavailable(err) && r.gate.restart(ctx) {
-		ended, err = r.client.EndSession(ctx, r.session)
+		ended, err = client.EndSession(ctx, r.session)
 	}
 	if err != nil {
 		warnings = append(warnings, "end the session: "+err.Error())
 	}
-	calls, recErr := r.client.SessionCalls(ctx, r.session)
+	calls, recErr := client.SessionCalls(ctx, r.session)
 	if recErr != nil {
 		warnings = append(warnings, "the daemon's record of the session is unavailable: "+recErr.Error())
 	}
@@ -302,7 +337,7 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	r.mu.Lock()
 	warnings = append(warnings, report.addUnrecorded(r.answered)...)
 	r.mu.Unlock()
-	report.SessionID, report.StartedAt, report.EndedAt = r.session, started, time.Now().UTC()
+	report.SessionID, report.Policy, report.StartedAt, report.EndedAt = r.session, r.policy, started, time.Now().UTC()
 	report.ClaudeExitCode, report.Containment, report.AuditHead = claudeCode, r.level, ended.AuditHead
 	report.ExitCode = report.exitCode()
 	if lost := r.gate.Lost(); lost != nil || recErr != nil {

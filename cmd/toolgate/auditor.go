@@ -19,9 +19,9 @@ import (
 // private daemon started for that ledger in a private runtime directory,
 // and stopped once fn returns. Only a daemon opens a ledger.
 func withAuditor(ctx context.Context, ledgerDir string, fn func(*api.Client) error) error {
-	paths := gatePaths("")
 	if ledgerDir == "" {
-		if err := ensureDaemon(ctx); err != nil {
+		paths, err := ensureDaemon(ctx)
+		if err != nil {
 			return err
 		}
 		return auditorError(fn(personClient(paths.ApproveSocket())))
@@ -33,8 +33,11 @@ func withAuditor(ctx context.Context, ledgerDir string, fn func(*api.Client) err
 	if _, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("no ledger at %s: %w\nTry: --ledger DIR or %s", dir, err, ledgerEnv)
 	}
-	if st, err := personClient(paths.Socket()).Status(ctx); err == nil && st.Ledger == dir {
-		return auditorError(fn(personClient(paths.ApproveSocket())))
+	// The daemon that serves it, wherever it was started, or the user's.
+	for _, paths := range []api.Paths{envPaths(dir).Live(), livePaths()} {
+		if st, err := personClient(paths.Socket()).Status(ctx); err == nil && st.Ledger == dir {
+			return auditorError(fn(personClient(paths.ApproveSocket())))
+		}
 	}
 	runtime, err := os.MkdirTemp("", "tga")
 	if err != nil {
@@ -46,7 +49,7 @@ func withAuditor(ctx context.Context, ledgerDir string, fn func(*api.Client) err
 	if err != nil {
 		return err
 	}
-	client, err := daemon.Ensure(ctx, daemon.StartConfig{Paths: private, Self: self, IdleExit: time.Minute})
+	client, _, err := daemon.Ensure(ctx, daemon.StartConfig{Paths: private, Self: self, IdleExit: time.Minute})
 	if err != nil {
 		return &gateUnavailable{fmt.Errorf("open the ledger %s: %w\nTry: toolgate audit verify (or export) "+
 			"with the XDG_RUNTIME_DIR of the daemon that holds it", dir, err)}

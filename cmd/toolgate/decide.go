@@ -20,7 +20,7 @@ EXAMPLES
    toolgate ` + name + ` apr_01J...
    toolgate ` + name + ` apr_01J... --reason "checked the diff"
 
-` + approverExitStatus,
+` + decideExitStatus,
 		Flags: []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "your note, for the audit"}},
 		Action: func(cliCtx *cli.Context) error {
 			id, err := oneID(cliCtx)
@@ -33,11 +33,7 @@ EXAMPLES
 }
 
 func runDecide(ctx context.Context, id, decision, reason string) error {
-	client, err := approverClient(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = client.Decide(ctx, id, api.DecideRequest{Decision: decision, Reason: reason})
+	_, err := approverClient().Decide(ctx, id, api.DecideRequest{Decision: decision, Reason: reason})
 	if err != nil {
 		return approverError(err)
 	}

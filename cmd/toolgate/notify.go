@@ -23,19 +23,19 @@ EXAMPLES
    toolgate notify
    systemctl --user enable --now toolgate-notify
 
+It starts no daemon: it waits for one, and follows it when it starts again.
+
 EXIT STATUS
    0    stopped
-   69   no session bus or notification service, or the daemon cannot be started`,
+   64   bad command line
+   69   no session bus or notification service`,
 		Action: func(cliCtx *cli.Context) error {
 			bus, err := dbus.ConnectSessionBus()
 			if err != nil {
 				return &gateUnavailable{fmt.Errorf("no D-Bus session bus: %w\nTry: run it in your desktop session, or approve with toolgate watch", err)}
 			}
 			defer bus.Close()
-			client, err := approverClient(cliCtx.Context)
-			if err != nil {
-				return err
-			}
+			client := followingClient()
 			n := &notify.Notifier{Bus: bus, Approver: client, Log: cliCtx.App.ErrWriter}
 			if err := n.Run(cliCtx.Context); err != nil {
 				return &gateUnavailable{err}

@@ -17,14 +17,13 @@ EXAMPLES
    toolgate pending
    toolgate pending --json | jq -r '.approvals[].approval.id'
 
-` + approverExitStatus,
+EXIT STATUS
+   0    listed (nothing when nothing waits)
+   64   bad command line
+   69   no daemon is running (it starts none: with none, no ask waits)`,
 		Flags: []cli.Flag{jsonFlag()},
 		Action: func(cliCtx *cli.Context) error {
-			client, err := approverClient(cliCtx.Context)
-			if err != nil {
-				return err
-			}
-			list, err := client.Pending(cliCtx.Context)
+			list, err := approverClient().Pending(cliCtx.Context)
 			if err != nil {
 				return approverError(err)
 			}

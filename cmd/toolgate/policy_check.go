@@ -40,7 +40,9 @@ EXIT STATUS
 	}
 }
 
-// checkReport is the --json output of policy check.
+// checkReport is the --json output of policy check. Its schema_version:
+// 1 (2026-11-29); 2 (2026-12-03): an invalid file has no rules and tests
+// counts (they read 0), only its errors.
 type checkReport struct {
 	SchemaVersion int         `json:"schema_version"`
 	Valid         bool        `json:"valid"`
@@ -52,8 +54,8 @@ type checkFile struct {
 	Valid   bool         `json:"valid"`
 	Version int          `json:"version,omitempty"`
 	SHA256  string       `json:"sha256,omitempty"`
-	Rules   int          `json:"rules"`
-	Tests   int          `json:"tests"`
+	Rules   *int         `json:"rules,omitempty"` // a valid file's
+	Tests   *int         `json:"tests,omitempty"`
 	Errors  []checkError `json:"errors"`
 	// Warnings: valid, but a rule cannot do what it seems to say.
 	Warnings []checkError `json:"warnings"`
@@ -67,7 +69,7 @@ type checkError struct {
 }
 
 func runPolicyCheck(stdout, stderr io.Writer, files []string, asJSON bool) error {
-	report := checkReport{SchemaVersion: 1, Valid: true}
+	report := checkReport{SchemaVersion: 2, Valid: true}
 	var unreadable error
 	for _, f := range files {
 		cf := checkFile{File: f, Errors: []checkError{}, Warnings: []checkError{}}
@@ -76,7 +78,8 @@ func runPolicyCheck(stdout, stderr io.Writer, files []string, asJSON bool) error
 		switch {
 		case err == nil:
 			cf.Valid, cf.Version, cf.SHA256 = true, p.Version, p.SHA256
-			cf.Rules, cf.Tests = len(p.Rules()), len(p.Document().Tests)
+			rules, tests := len(p.Rules()), len(p.Document().Tests)
+			cf.Rules, cf.Tests = &rules, &tests
 			for _, w := range p.Warnings() {
 				cf.Warnings = append(cf.Warnings, checkError{w.Line, w.Col, w.RuleID, w.Msg})
 				if !asJSON {

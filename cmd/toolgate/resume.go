@@ -69,10 +69,11 @@ type resumed struct {
 
 func resumeAction(cliCtx *cli.Context) error {
 	ctx := cliCtx.Context
-	if err := ensureDaemon(ctx); err != nil {
+	live, err := ensureDaemon(ctx)
+	if err != nil {
 		return err
 	}
-	deferred, err := personClient(gatePaths("").Socket()).Deferred(ctx)
+	deferred, err := personClient(live.Socket()).Deferred(ctx)
 	if err != nil {
 		return approverError(err)
 	}
@@ -133,12 +134,12 @@ func resumeOne(cliCtx *cli.Context, d api.DeferredSession) (supervisor.Report, e
 	}
 	home, _ := os.UserHomeDir()
 	cfg := supervisor.RunConfig{
-		Paths:           gatePaths(os.Getenv(ledgerEnv)),
+		Paths:           envPaths(""),
 		PolicyPath:      d.PolicyName,
 		ApprovalTimeout: time.Duration(d.ApprovalTimeout),
 		OnAsk:           d.OnAsk,
 		Containment:     cliCtx.String("containment"),
-		ConfigDir:       xdgDir("XDG_CONFIG_HOME", ".config"),
+		ConfigDir:       configDir(),
 		Claude:          cmp.Or(d.Claude, "claude"),
 		ClaudeArgs:      claudecode.ResumeArgs(d.ClaudeArgs, d.Session.ClaudeSessionID),
 		Hook:            hook,

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
@@ -47,6 +48,14 @@ id in the summary and the report. Once a person decided, toolgate resume runs
 claude on from where it stopped (claude -p only). A session defers one call;
 another ask in the same message is denied deferred_sibling.
 
+Before claude starts, run lists the tools of the MCP servers the session will
+use (--mcp-config, the project's .mcp.json), to check their input against each
+tool's schema. Each server may take --mcp-timeout; one that takes more than a
+second says so on stderr, and one that does not answer in time is reported and
+its tools are not schema-checked. What a server listed is kept for --mcp-cache
+by its configuration (its command, arguments, variables, URL and executable),
+beside the ledger, so a cron job does not start each server once more per run.
+
 EXAMPLES
    toolgate run --policy policy.json -- claude -p "fix the failing test"
    toolgate run --report run.json --approval-timeout 10m -- claude -p --output-format json "tidy up"
@@ -58,9 +67,11 @@ EXIT STATUS
    0    claude succeeded and no call was denied
    N    claude's own exit code, when it failed for its own reasons
    64   bad command line, or claude arguments that would bypass the gate
-   69   the gate could not start (daemon, ledger, or the containment asked for);
-        claude was not started. Or the gate was lost during the session (its
-        daemon replaced or gone): claude was stopped, the report says why
+   66   the policy file does not exist or cannot be read; claude was not started
+   69   the gate could not start (daemon, ledger, or the containment asked for), or
+        claude is not found; claude was not started. Or the gate was lost during the
+        session (its daemon replaced or gone): claude was stopped, the report says why
+   73   the --report file cannot be created; claude was not started
    75   at least one approval expired (a timeout: retry later)
    77   at least one call was denied (policy, person, schema ...), none expired
    78   the policy document is invalid, or Claude Code's settings would take calls
@@ -74,6 +85,8 @@ EXIT STATUS
 			&cli.StringFlag{Name: "on-ask", Usage: "wait (for a person), deny (unattended), or defer (end the run; toolgate resume goes on once a person decided)", EnvVars: []string{"TOOLGATE_ON_ASK"}, Value: api.OnAskWait},
 			&cli.StringFlag{Name: "claude", Usage: "the claude executable", EnvVars: []string{"TOOLGATE_CLAUDE"}, Value: "claude"},
 			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
+			&cli.DurationFlag{Name: "mcp-timeout", Usage: "how long each MCP server may take to list its tools before claude starts", EnvVars: []string{"TOOLGATE_MCP_TIMEOUT"}, Value: supervisor.DefaultDiscoveryTimeout},
+			&cli.DurationFlag{Name: "mcp-cache", Usage: "how long an MCP server's listed tools are kept, by its configuration (0: list them on every run)", EnvVars: []string{"TOOLGATE_MCP_CACHE"}, Value: 24 * time.Hour},
 			&cli.BoolFlag{Name: "allow-other-hooks", Usage: "run even when Claude Code's settings have PreToolUse or PermissionRequest hooks of their own (one that allows may change the input that runs)"},
 			&cli.StringFlag{Name: "containment", Usage: "auto (Landlock where the kernel has it), landlock (or refuse to start), strict (Landlock and Claude Code's Bash sandbox, or refuse to start), or off", EnvVars: []string{"TOOLGATE_CONTAINMENT"}, Value: contain.Auto},
 		},
@@ -87,11 +100,13 @@ EXIT STATUS
 			var settingsErr *supervisor.SettingsError
 			switch {
 			case errors.As(err, &argsErr):
-				return &usageError{argsErr.Msg}
+				return &usageError{msg: argsErr.Msg}
 			case errors.As(err, &settingsErr):
 				return &configError{settingsErr}
+			case errors.As(err, new(*supervisor.ReportError)):
+				return &cantCreateError{fmt.Errorf("%w; claude was not started\nTry: --report FILE in a directory you can write", err)}
 			case errors.As(err, new(*supervisor.UnavailableError)):
-				return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve in another terminal to see why, or check %s", err, gatePaths("").LogFile())}
+				return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve in another terminal to see why, or check %s", err, envPaths("").LogFile())}
 			case err != nil:
 				return err
 			}
@@ -108,14 +123,23 @@ func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 	if onAsk != api.OnAskWait && onAsk != api.OnAskDeny && onAsk != api.OnAskDefer {
 		return supervisor.RunConfig{}, usagef("--on-ask must be wait, deny or defer, not %q", onAsk)
 	}
-	policyPath, err := filepath.Abs(cliCtx.String("policy"))
-	if err != nil {
-		return supervisor.RunConfig{}, err
-	}
 	args := cliCtx.Args().Slice()
 	claude := cliCtx.String("claude")
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		claude, args = args[0], args[1:]
+	}
+	policyPath := cliCtx.String("policy")
+	if policyPath == "" { // TOOLGATE_POLICY set but empty
+		policyPath = defaultPolicy()
+	}
+	if _, err := os.Stat(policyPath); err != nil {
+		named := cliCtx.IsSet("policy") && cliCtx.String("policy") != ""
+		return supervisor.RunConfig{}, missingPolicy(policyPath, named, err)
+	}
+	// Absolute: toolgate resume reads it again, from anywhere.
+	policyPath, err := filepath.Abs(policyPath)
+	if err != nil {
+		return supervisor.RunConfig{}, err
 	}
 	claudePath, err := exec.LookPath(claude)
 	if err != nil {
@@ -138,14 +162,16 @@ func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 	}
 	home, _ := os.UserHomeDir()
 	return supervisor.RunConfig{
-		Paths:           gatePaths(os.Getenv(ledgerEnv)),
+		Paths:           envPaths(""),
 		PolicyPath:      policyPath,
 		ReportPath:      cliCtx.String("report"),
 		ApprovalTimeout: cliCtx.Duration("approval-timeout"),
 		OnAsk:           onAsk,
 		Containment:     cliCtx.String("containment"),
 		AllowOtherHooks: cliCtx.Bool("allow-other-hooks"),
-		ConfigDir:       xdgDir("XDG_CONFIG_HOME", ".config"),
+		ConfigDir:       configDir(),
+		MCPTimeout:      cliCtx.Duration("mcp-timeout"),
+		MCPCacheTTL:     cliCtx.Duration("mcp-cache"),
 		Claude:          claudePath,
 		ClaudeArgs:      args,
 		Hook:            hook,

@@ -41,6 +41,7 @@ EXAMPLES
 
 EXIT STATUS
    0    stopped by SIGTERM or SIGINT, or idle; with --background: a daemon is ready
+   64   bad command line
    69   the ledger or the socket is unavailable, or a daemon already runs`,
 		Flags: []cli.Flag{
 			ledgerFlag(),
@@ -50,17 +51,18 @@ EXIT STATUS
 		},
 		Action: func(cliCtx *cli.Context) error {
 			if cliCtx.Bool("background") {
-				return startDetached(cliCtx.Context, cliCtx.String("ledger"))
+				_, err := startDetached(cliCtx.Context, cliCtx.String("ledger"))
+				return err
 			}
 			if os.Getenv("GOMEMLIMIT") == "" {
 				debug.SetMemoryLimit(daemonMemoryLimit)
 			}
 			cfg := daemon.Config{
-				Paths:     gatePaths(cliCtx.String("ledger")),
+				Paths:     envPaths(cliCtx.String("ledger")),
 				Logger:    slog.New(slog.NewTextHandler(cliCtx.App.ErrWriter, nil)),
 				Version:   version,
 				IdleExit:  cliCtx.Duration("idle-exit"),
-				ConfigDir: xdgDir("XDG_CONFIG_HOME", ".config"),
+				ConfigDir: configDir(),
 			}
 			if fd := cliCtx.Int("ready-fd"); fd > 0 {
 				ready := os.NewFile(uintptr(fd), "ready")

@@ -15,12 +15,16 @@ func watchCommand() *cli.Command {
 		Description: `On a terminal, a full-screen approver: every pending ask, the soonest to expire
 first, and the selected one in full (session, the rule and its reason_code, the
 time left, the input as a person reads it: a Bash command as the command, an
-Edit as a diff, long values folded), with decisions made elsewhere and expiries
-as they happen. Single keys decide the selected ask:
+Edit as a diff), with decisions made elsewhere and expiries as they happen.
+What runs is what is shown: long lines wrap, an input longer than the screen
+says how much more there is and scrolls, and characters a terminal would not
+show (bidi overrides, zero-width spaces) are shown by name, as ⟨U+202E⟩.
+Single keys decide the selected ask:
 
    a             approve
    d             deny, then type a reason for the audit (Enter denies, Esc goes back)
    up/down, k/j  select
+   PgDn/PgUp     scroll the selected input (also space and b)
    q             quit
 
 A key decides exactly the approval it was pressed on: one decided elsewhere
@@ -32,6 +36,7 @@ ask, decision and expiry, and reads commands, one per line:
 
    a ID          approve (a alone: the only pending ask)
    d ID [WHY]    deny, with an optional note for the audit
+   s ID          show the ask's input whole
    q             quit
 
 EXAMPLES
@@ -39,15 +44,14 @@ EXAMPLES
    toolgate watch --lines | tee -a approvals.log
    echo "a apr_01J..." | toolgate watch
 
+It starts no daemon: until one runs it says so and waits for it.
+
 EXIT STATUS
    0    quit (q, or the end of the input)
-   69   the daemon cannot be started`,
+   64   bad command line`,
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "lines", Usage: "line mode, even on a terminal"}},
 		Action: func(cliCtx *cli.Context) error {
-			if err := ensureDaemon(cliCtx.Context); err != nil {
-				return err
-			}
-			client := personClient(gatePaths("").ApproveSocket())
+			client := followingClient()
 			in, out := cliCtx.App.Reader, cliCtx.App.Writer
 			if !cliCtx.Bool("lines") && isTerminal(in) && isTerminal(out) {
 				return watch.Screen(cliCtx.Context, client, in, out)
