@@ -58,7 +58,7 @@ func TestDaemonGoneFailsClosed(t *testing.T) {
 			// Hold the start lock so that run's watcher cannot restart the
 			// daemon before the ledger is taken, then take the ledger: a new
 			// daemon cannot open it.
-			lock, err := os.OpenFile(filepath.Join(w.paths().RuntimeDir, "start.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+			lock, err := os.OpenFile(w.paths().StartLock(), os.O_RDWR|os.O_CREATE, 0o600)
 			if err != nil {
 				t.Error(err)
 				return

@@ -36,7 +36,7 @@ func TestReportEveryField(t *testing.T) {
 	if err := json.Unmarshal(r.raw, &top); err != nil {
 		t.Fatalf("the report: %v\n%s", err, r.raw)
 	}
-	want := []string{"calls", "claude_exit_code", "containment", "counts", "ended_at", "exit_code", "policy", "schema_version", "session_id", "started_at"}
+	want := []string{"audit_head", "calls", "claude_exit_code", "containment", "counts", "ended_at", "exit_code", "policy", "schema_version", "session_id", "started_at"}
 	if got := keys(top); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("the report's fields: %v, want %v", got, want)
 	}
@@ -51,6 +51,9 @@ func TestReportEveryField(t *testing.T) {
 	}
 	if rep.StartedAt.Before(before.Add(-time.Second)) || rep.EndedAt.After(after.Add(time.Second)) || !rep.StartedAt.Before(rep.EndedAt) {
 		t.Errorf("started %s, ended %s, the run was between %s and %s", rep.StartedAt, rep.EndedAt, before, after)
+	}
+	if h := rep.AuditHead; h == nil || h.Seq == 0 || len(h.Hash) != 64 {
+		t.Errorf("audit head: %+v", h)
 	}
 	if rep.Containment.Name != "landlock" && rep.Containment.Name != "none" || rep.Containment.Detail == "" {
 		t.Errorf("containment: %+v", rep.Containment)
