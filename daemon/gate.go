@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/fleet"
 	"github.com/toolgate/toolgate/ledger"
 )
 
@@ -23,6 +24,7 @@ type gate struct {
 	broker   *broker
 	rearmc   chan struct{} // wakes the expiry loop
 	claims   claims        // the calls installed hooks' PermissionRequests wait on
+	fleet    *fleet.Node   // the fleet's arbiter, when one is configured
 }
 
 // errBadEvent is a hook event the gate cannot use.

@@ -34,6 +34,8 @@ EXAMPLES
 			decideCommand("approve", "approve a pending ask"),
 			decideCommand("deny", "deny a pending ask"),
 			serveCommand(),
+			fleetCommand(),
+			webCommand(),
 			auditCommand(),
 			policyCommand(),
 			schemaCommand(),

@@ -33,6 +33,8 @@ func approverError(err error) error {
 		return &dataError{fmt.Errorf("no such approval\nTry: toolgate pending")}
 	case errors.As(err, &se) && se.Err.Code == "self_approval":
 		return &permissionError{errors.New(se.Err.Message)}
+	case errors.As(err, &se) && se.Err.Code == "fleet":
+		return &permissionError{errors.New(se.Err.Message)}
 	case errors.As(err, &se) && (se.Err.Code == "expired" || se.Err.Code == "already_decided"):
 		return &conflictError{errors.New(se.Err.Message), se.Err.Code == "expired"}
 	}

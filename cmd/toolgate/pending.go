@@ -16,10 +16,17 @@ approval_expired).
 EXAMPLES
    toolgate pending
    toolgate pending --json | jq -r '.approvals[].approval.id'
+   toolgate pending --fleet "postgres://alice@db.internal/toolgate?sslmode=verify-full"
+
+With --fleet (or TOOLGATE_FLEET) it lists every host's pending asks from the
+fleet's PostgreSQL, each with its host.
 
 ` + approverExitStatus,
-		Flags: []cli.Flag{jsonFlag()},
+		Flags: []cli.Flag{jsonFlag(), fleetFlag("list the fleet's pending asks, every host's, from its PostgreSQL (a DSN)")},
 		Action: func(cliCtx *cli.Context) error {
+			if dsn := cliCtx.String("fleet"); dsn != "" {
+				return fleetPending(cliCtx, dsn)
+			}
 			client, err := approverClient(cliCtx.Context)
 			if err != nil {
 				return err
