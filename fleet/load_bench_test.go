@@ -50,7 +50,7 @@ func BenchmarkFleetLoad(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer super.Close(ctx)
-	var localOnly, withFleet, rows, rowsPerSec, p50, p99 float64
+	var localOnly, withFleet, rows, rowsPerSec, p50, p99, tableBytes, indexBytes float64
 	for range b.N {
 		localOnly += loadRound(b, nil, "").Seconds()
 		super.Exec(ctx, "TRUNCATE toolgate.events, toolgate.decisions, toolgate.approvals")
@@ -65,6 +65,12 @@ func BenchmarkFleetLoad(b *testing.B) {
 			Scan(&n, &first, &last, &q50, &q99); err != nil {
 			b.Fatal(err)
 		}
+		var table, index float64
+		if err := super.QueryRow(ctx, `SELECT pg_table_size('toolgate.events'), pg_indexes_size('toolgate.events')`).Scan(&table, &index); err != nil {
+			b.Fatal(err)
+		}
+		tableBytes += table / float64(n)
+		indexBytes += index / float64(n)
 		rows += float64(n)
 		rowsPerSec += float64(n) / last.Sub(first).Seconds()
 		p50 += q50 * 1000
@@ -79,6 +85,8 @@ func BenchmarkFleetLoad(b *testing.B) {
 	b.ReportMetric(rowsPerSec/N, "rows/s")
 	b.ReportMetric(p50/N, "visible_p50_ms")
 	b.ReportMetric(p99/N, "visible_p99_ms")
+	b.ReportMetric(tableBytes/N, "table_B/row")
+	b.ReportMetric(indexBytes/N, "index_B/row")
 	b.ReportMetric(0, "ns/op")
 }
 

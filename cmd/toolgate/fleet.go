@@ -112,7 +112,16 @@ func fleetCommand() *cli.Command {
 Postgres arbitrates their approvals (docs/fleet.md). Configure a host's daemon
 with toolgate serve --fleet DSN, TOOLGATE_FLEET, or a DSN in
 $XDG_CONFIG_HOME/toolgate/fleet.dsn; approve from anywhere with
-toolgate pending|approve|deny --fleet DSN or toolgate web --fleet DSN.`,
+toolgate pending|approve|deny --fleet DSN or toolgate web --fleet DSN.
+
+EXAMPLES
+   toolgate fleet init --fleet "$ADMIN_DSN"
+   toolgate fleet role ci-runner-3 --kind host --fleet "$ADMIN_DSN"
+
+EXIT STATUS
+   0    done
+   64   bad command line
+   69   Postgres could not be reached`,
 		Subcommands: []*cli.Command{fleetInitCommand(), fleetRoleCommand()},
 	}
 }
