@@ -234,12 +234,16 @@ func TestFleetApproveFromTheBrowser(t *testing.T) {
 	f.auditMatches(a, "host_a")
 }
 
-// startWeb runs toolgate web --fleet in the approver's environment and
-// returns the link it prints.
+// startWeb runs toolgate web (--fleet dsn, unless "") in the approver's
+// environment and returns the link it prints.
 func (f *fleetDB) startWeb(dsn string) string {
 	f.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, toolgateBin, "web", "--fleet", dsn, "--listen", "127.0.0.1:0", "--json")
+	args := []string{"web", "--listen", "127.0.0.1:0", "--json"}
+	if dsn != "" {
+		args = append(args, "--fleet", dsn)
+	}
+	cmd := exec.CommandContext(ctx, toolgateBin, args...)
 	cmd.Env = f.env.env(nil)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 5 * time.Second
@@ -271,4 +275,27 @@ func browser(t *testing.T) context.Context {
 	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
 	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
 	return ctx
+}
+
+// Without --fleet, toolgate web serves this machine's daemon's queue: a
+// person approves a real claude's ask in a real headless Chromium, and the
+// daemon records them from the page's process (peer credentials).
+func TestWebApprovesTheLocalQueue(t *testing.T) {
+	needTools(t, "chromium")
+	w := newWorld(t)
+	l, wait := w.runAsync(runArgs{policy: fleetPolicy, script: []modelscript.Step{step(bash("toolu_web_local", "echo ran >> ran.txt"))}})
+	id := l.approvalID(t)
+	f := &fleetDB{t: t, env: w}
+	url := f.startWeb("")
+	b := browser(t)
+	item := `li.ask[data-id="` + id + `"]`
+	if err := chromedp.Do(b, chromedp.Navigate(url), chromedp.Click(item+` button.approve`),
+		chromedp.WaitVisible(`#recent li[data-id="`+id+`"]`)); err != nil {
+		t.Fatal(err)
+	}
+	r := wait()
+	if c := r.call(t, "toolu_web_local"); r.code != 0 || c.Effect != "allow" || !strings.HasPrefix(c.Actor, "user:") || !c.Executed {
+		t.Errorf("exit %d, call %+v", r.code, c)
+	}
+	ranOnce(t, w, "ran.txt")
 }
