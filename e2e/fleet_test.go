@@ -299,3 +299,68 @@ func TestWebApprovesTheLocalQueue(t *testing.T) {
 	}
 	ranOnce(t, w, "ran.txt")
 }
+
+// Postgres restarts while a real claude's ask waits on host A: the host
+// reconnects, the approver's decision after the restart reaches it, the
+// call runs once, and the audit in Postgres is still A's chain.
+func TestFleetPostgresRestartsWhileAnAskWaits(t *testing.T) {
+	f := newFleetDB(t)
+	a := newWorld(t)
+	f.host(a, "host_a")
+	alice := f.role("alice", "approver")
+	l, wait := a.runAsync(runArgs{policy: fleetPolicy, script: []modelscript.Step{step(bash("toolu_restart", "echo ran >> ran.txt"))}})
+	id := l.approvalID(t)
+	f.pg.Stop()
+	f.pg.Start()
+	// The ask reaches Postgres (published before the restart, or after it).
+	for {
+		code, out := f.env.toolgateOut("pending", "--fleet", alice, "--json")
+		if code != 0 {
+			t.Fatalf("pending --fleet after the restart: exit %d %s", code, out)
+		}
+		if strings.Contains(out, id) {
+			break
+		}
+		waitPublished(t, f)
+	}
+	if code, out := f.env.toolgate("approve", id, "--fleet", alice); code != 0 {
+		t.Fatalf("approve --fleet: exit %d %s", code, out)
+	}
+	r := wait()
+	if c := r.call(t, "toolu_restart"); r.code != 0 || c.Effect != "allow" || !c.Executed {
+		t.Errorf("exit %d, call %+v", r.code, c)
+	}
+	ranOnce(t, a, "ran.txt")
+	f.auditMatches(a, "host_a")
+}
+
+// Postgres is down for the whole ask: the host still gates, the ask
+// expires on its clock into a deny (exit 75), and once Postgres is back the
+// host publishes it, expired, with its whole chain.
+func TestFleetPostgresDownForTheWholeAsk(t *testing.T) {
+	f := newFleetDB(t)
+	a := newWorld(t)
+	f.host(a, "host_a")
+	alice := f.role("alice", "approver")
+	f.pg.Stop()
+	r := a.run(runArgs{policy: fleetPolicy, toolgate: []string{"--approval-timeout", "2s"},
+		script: []modelscript.Step{step(bash("toolu_down", "echo ran >> ran.txt"))}})
+	if c := r.call(t, "toolu_down"); r.code != 75 || c.Effect != "deny" || c.ReasonCode != "approval_expired" || c.Executed {
+		t.Fatalf("exit %d, call %+v", r.code, c)
+	}
+	f.pg.Start()
+	f.auditMatches(a, "host_a")
+	conn, err := pgx.Connect(context.Background(), f.pg.SuperDSN(f.db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var status, outcome string
+	conn.QueryRow(context.Background(), `SELECT status, outcome FROM toolgate.approvals WHERE tool_use_id = 'toolu_down'`).Scan(&status, &outcome)
+	if status != "expired" || outcome != "expired" {
+		t.Errorf("in Postgres: status %q outcome %q", status, outcome)
+	}
+	if code, out := f.env.toolgate("pending", "--fleet", alice); code != 0 || out != "" {
+		t.Errorf("pending after the expiry: exit %d %q", code, out)
+	}
+}
