@@ -154,7 +154,7 @@ func TestFleetApproveWithTheCLI(t *testing.T) {
 	if code, out := f.env.toolgate("approve", idA, "--fleet", alice, "--reason", "fine"); code != 0 {
 		t.Fatalf("approve --fleet: exit %d %s", code, out)
 	}
-	if code, out := f.env.toolgate("deny", idB, "--fleet", alice); code != 0 {
+	if code, out := f.env.toolgate("deny", idB, "--fleet", alice, "--reason", "secret-note-for-the-audit"); code != 0 {
 		t.Fatalf("deny --fleet: exit %d %s", code, out)
 	}
 	// A second approver's late decision loses, and says so.
@@ -172,6 +172,14 @@ func TestFleetApproveWithTheCLI(t *testing.T) {
 	ranOnce(t, a, "ran.txt")
 	if cb := rb.call(t, "toolu_fleet_b"); cb.Effect != "deny" || cb.Executed || cb.ReasonCode != "needs_review" {
 		t.Errorf("host B's call: %+v", cb)
+	}
+	// Nothing of the fleet reaches the model: not the approver, their
+	// address, their note, the database.
+	seen := rb.saw(t, "toolu_fleet_b")
+	for _, leak := range []string{"alice", "127.0.0.1", "secret-note", "fleet", "postgres", f.db} {
+		if !seen.IsError || strings.Contains(strings.ToLower(seen.Text), leak) {
+			t.Errorf("the model saw %q (leaks %q?)", seen.Text, leak)
+		}
 	}
 	f.auditMatches(a, "host_a")
 	f.auditMatches(b, "host_b")
