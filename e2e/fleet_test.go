@@ -138,19 +138,7 @@ func TestFleetApproveWithTheCLI(t *testing.T) {
 		t.Errorf("a local approve on a fleet host: exit %d %s", code, out)
 	}
 	// The approver sees both hosts' asks (published through the outbox).
-	var pending struct {
-		Approvals []fleet.Ask `json:"approvals"`
-	}
-	for len(pending.Approvals) < 2 {
-		code, out := f.env.toolgateOut("pending", "--fleet", alice, "--json")
-		if code != 0 {
-			t.Fatalf("pending --fleet: exit %d %s", code, out)
-		}
-		json.Unmarshal([]byte(out), &pending)
-		if len(pending.Approvals) < 2 {
-			waitPublished(t, f)
-		}
-	}
+	f.until("the approver sees both hosts' asks", func() bool { return len(f.pending(alice)) == 2 })
 	if code, out := f.env.toolgate("approve", idA, "--fleet", alice, "--reason", "fine"); code != 0 {
 		t.Fatalf("approve --fleet: exit %d %s", code, out)
 	}
@@ -185,20 +173,38 @@ func TestFleetApproveWithTheCLI(t *testing.T) {
 	f.auditMatches(b, "host_b")
 }
 
-// waitPublished waits for any publish to Postgres.
-func waitPublished(t *testing.T, f *fleetDB) {
-	t.Helper()
+// until waits until cond holds, checking it again after each publish to
+// Postgres (it listens before it checks: no publish is missed).
+func (f *fleetDB) until(what string, cond func() bool) {
+	f.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, f.pg.SuperDSN(f.db))
 	if err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	conn.Exec(ctx, "LISTEN toolgate_published")
-	if _, err := conn.WaitForNotification(ctx); err != nil {
-		t.Fatal("nothing was published to Postgres")
+	if _, err := conn.Exec(ctx, "LISTEN toolgate_published"); err != nil {
+		f.t.Fatal(err)
 	}
+	for !cond() {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			f.t.Fatalf("%s: never (%v)", what, err)
+		}
+	}
+}
+
+// pending lists the fleet's pending asks as an approver's CLI does.
+func (f *fleetDB) pending(dsn string) []fleet.Ask {
+	f.t.Helper()
+	code, out := f.env.toolgateOut("pending", "--fleet", dsn, "--json")
+	var list struct {
+		Approvals []fleet.Ask `json:"approvals"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil {
+		f.t.Fatalf("pending --fleet: exit %d %s", code, out)
+	}
+	return list.Approvals
 }
 
 // A real claude on host A asks; a person approves on toolgate web --fleet,
@@ -321,16 +327,10 @@ func TestFleetPostgresRestartsWhileAnAskWaits(t *testing.T) {
 	f.pg.Stop()
 	f.pg.Start()
 	// The ask reaches Postgres (published before the restart, or after it).
-	for {
-		code, out := f.env.toolgateOut("pending", "--fleet", alice, "--json")
-		if code != 0 {
-			t.Fatalf("pending --fleet after the restart: exit %d %s", code, out)
-		}
-		if strings.Contains(out, id) {
-			break
-		}
-		waitPublished(t, f)
-	}
+	f.until("the ask is in Postgres after the restart", func() bool {
+		p := f.pending(alice)
+		return len(p) == 1 && p[0].Approval.ID == id
+	})
 	if code, out := f.env.toolgate("approve", id, "--fleet", alice); code != 0 {
 		t.Fatalf("approve --fleet: exit %d %s", code, out)
 	}

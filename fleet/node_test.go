@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -245,5 +246,22 @@ func TestForgedAskIsNotApplied(t *testing.T) {
 	}
 	if !strings.Contains(h.log(), "refused a decision: its ask is not this host's") {
 		t.Errorf("the refusal is not logged:\n%s", h.log())
+	}
+}
+
+// A daemon that stops publishes what it holds before it goes.
+func TestStopPublishesWhatIsLeft(t *testing.T) {
+	f := newFixture(t)
+	dsn := f.role("host_a", "host")
+	h := newHost(t, dsn, "")
+	h.stop()
+	h.ask(t, "toolu_1", "git push", time.Hour)
+	stopped, cancel := context.WithCancel(ctx)
+	cancel()
+	h.node.Run(stopped) // returns at once, after its last publish
+	var n int
+	connect(t, f.srv.SuperDSN(f.db)).QueryRow(ctx, `SELECT count(*) FROM toolgate.events`).Scan(&n)
+	if head, _ := h.l.Head(); uint64(n) != head {
+		t.Errorf("Postgres holds %d events of %d", n, head)
 	}
 }

@@ -24,6 +24,7 @@ func (n *Node) publishLoop(ctx context.Context) {
 	var b backoff
 	var cursor uint64
 	known := false
+	defer func() { n.drain(ctx, cursor, known) }()
 	for ctx.Err() == nil {
 		if !known {
 			c, err := n.cursor(ctx)
@@ -65,6 +66,31 @@ func (n *Node) publishLoop(ctx context.Context) {
 		}
 		cursor = evs[len(evs)-1].Seq
 		b.reset()
+	}
+}
+
+// drainTime bounds the last publish of a daemon that stops.
+const drainTime = 3 * time.Second
+
+// drain publishes, for a moment, what the ledger holds beyond the cursor
+// as the daemon stops (an idle daemon's last session, say), so that the
+// fleet's audit does not wait for the host's next start.
+func (n *Node) drain(ctx context.Context, cursor uint64, known bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainTime)
+	defer cancel()
+	if !known {
+		c, err := n.cursor(ctx)
+		if err != nil {
+			return
+		}
+		cursor = c
+	}
+	for {
+		evs, err := n.ledger.EventsAfter(ctx, cursor, publishBatch)
+		if err != nil || len(evs) == 0 || n.publish(ctx, evs) != nil {
+			return
+		}
+		cursor = evs[len(evs)-1].Seq
 	}
 }
 
