@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/fleet"
 	"github.com/urfave/cli/v2"
 )
@@ -91,6 +92,22 @@ func fleetPending(cliCtx *cli.Context, dsn string) error {
 		printApproval(cliCtx.App.Writer, a.ApprovalDetail)
 	}
 	return nil
+}
+
+// approverSource is what watch and notify follow and decide on: the fleet's
+// queue with --fleet, else this machine's daemon's (started when none runs).
+func approverSource(cliCtx *cli.Context) (api.Approver, func(), error) {
+	if dsn := cliCtx.String("fleet"); dsn != "" {
+		ap, err := dialFleet(cliCtx.Context, dsn)
+		if err != nil {
+			return nil, nil, err
+		}
+		return fleet.Source{Approver: ap}, ap.Close, nil
+	}
+	if err := ensureDaemon(cliCtx.Context); err != nil {
+		return nil, nil, err
+	}
+	return api.NewClient(gatePaths("").ApproveSocket()), func() {}, nil
 }
 
 // fleetDecide decides an ask through the fleet's arbiter.

@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 
-	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/watch"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -39,16 +38,22 @@ EXAMPLES
    toolgate watch
    toolgate watch --lines | tee -a approvals.log
    echo "a apr_01J..." | toolgate watch
+   toolgate watch --fleet "postgres://alice@db.internal/toolgate?sslmode=verify-full"
+
+With --fleet (or TOOLGATE_FLEET) it follows every host's asks in the fleet's
+PostgreSQL and decides through its arbiter.
 
 EXIT STATUS
    0    quit (q, or the end of the input)
-   69   the daemon cannot be started`,
-		Flags: []cli.Flag{&cli.BoolFlag{Name: "lines", Usage: "line mode, even on a terminal"}},
+   69   the daemon cannot be started (with --fleet: Postgres cannot be reached)`,
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "lines", Usage: "line mode, even on a terminal"},
+			fleetFlag("follow every host's asks, from the fleet's PostgreSQL (a DSN with an approver's role)")},
 		Action: func(cliCtx *cli.Context) error {
-			if err := ensureDaemon(cliCtx.Context); err != nil {
+			client, done, err := approverSource(cliCtx)
+			if err != nil {
 				return err
 			}
-			client := api.NewClient(gatePaths("").ApproveSocket())
+			defer done()
 			in, out := cliCtx.App.Reader, cliCtx.App.Writer
 			if !cliCtx.Bool("lines") && isTerminal(in) && isTerminal(out) {
 				return watch.Screen(cliCtx.Context, client, in, out)
