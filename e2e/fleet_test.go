@@ -145,6 +145,9 @@ func TestFleetApproveWithTheCLI(t *testing.T) {
 	if code, out := f.env.toolgate("deny", idB, "--fleet", alice, "--reason", "secret-note-for-the-audit"); code != 0 {
 		t.Fatalf("deny --fleet: exit %d %s", code, out)
 	}
+	if code, out := f.env.toolgate("show", idA, "--fleet", alice); code != 0 || !strings.Contains(out, "by alice@127.0.0.1") {
+		t.Errorf("show --fleet: exit %d\n%s", code, out)
+	}
 	// A second approver's late decision loses, and says so.
 	if code, out := f.env.toolgate("deny", idA, "--fleet", alice); code != 79 {
 		t.Errorf("a second decision: exit %d %s", code, out)

@@ -26,6 +26,9 @@ func approverClient(ctx context.Context) (*api.Client, error) {
 // the exit code a script reads.
 func approverError(err error) error {
 	var se *api.StatusError
+	if fe := fleetError(err); fe != err {
+		return fe // the fleet's database, out of reach
+	}
 	switch {
 	case api.IsUnavailable(err):
 		return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve, or check that toolgate run is running", err)}

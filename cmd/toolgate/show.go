@@ -26,19 +26,21 @@ denied or expired.
 EXAMPLES
    toolgate show apr_01J...
    toolgate show --json apr_01J... | jq .decision
+   toolgate show apr_01J... --fleet "$ALICE_DSN"
 
 ` + approverExitStatus,
-		Flags: []cli.Flag{jsonFlag()},
+		Flags: []cli.Flag{jsonFlag(), fleetFlag("show an ask of the fleet's PostgreSQL (a DSN with an approver's or auditor's role)")},
 		Action: func(cliCtx *cli.Context) error {
 			id, err := oneID(cliCtx)
 			if err != nil {
 				return err
 			}
-			client, err := approverClient(cliCtx.Context)
+			source, done, err := approverSource(cliCtx)
 			if err != nil {
 				return err
 			}
-			d, err := client.Approval(cliCtx.Context, id)
+			defer done()
+			d, err := source.Approval(cliCtx.Context, id)
 			if err != nil {
 				return approverError(err)
 			}
