@@ -20,6 +20,8 @@ func TestPublishDecideApply(t *testing.T) {
 	watch := listen(t, f.srv.SuperDSN(f.db), "toolgate_published")
 	h := newHost(t, dsn, "")
 	a := h.ask(t, "toolu_1", "git push origin main", time.Hour)
+	// An input Postgres's jsonb would refuse (\u0000) or rewrite is kept as it is.
+	odd := h.ask(t, "toolu_odd", "printf 'a\x00b' # é \u2028", time.Hour)
 	published(t, watch, "host_a", h.l)
 	ap, err := Dial(ctx, f.role("alice", "approver"))
 	if err != nil {
@@ -27,8 +29,8 @@ func TestPublishDecideApply(t *testing.T) {
 	}
 	defer ap.Close()
 	pending, err := ap.Pending(ctx)
-	if err != nil || len(pending) != 1 || pending[0].Approval.ID != a.ID || pending[0].Host != "host_a" ||
-		string(pending[0].Approval.Input) != string(a.Input) {
+	if err != nil || len(pending) != 2 || pending[0].Approval.ID != a.ID || pending[0].Host != "host_a" ||
+		string(pending[0].Approval.Input) != string(a.Input) || string(pending[1].Approval.Input) != string(odd.Input) {
 		t.Fatalf("pending in Postgres: %+v %v", pending, err)
 	}
 	if _, err := ap.Decide(ctx, a.ID, true, "fine"); err != nil {
