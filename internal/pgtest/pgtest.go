@@ -37,6 +37,10 @@ type Server struct {
 	Port     int
 	password string // the superuser's
 	runAs    *user.User
+	// TLS, when the cluster was started with StartTLS: the server then
+	// takes TLS, and the roles named in CertRoles log in with a client
+	// certificate instead of a password.
+	TLS *TLS
 }
 
 // Superuser is the name of the cluster's superuser.
@@ -64,7 +68,14 @@ func bindir() (string, error) {
 }
 
 // Start starts a new cluster for t and stops it when t ends.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB) *Server { return start(t, false, nil) }
+
+// StartTLS starts a cluster that also takes TLS connections, with a test
+// CA; certRoles log in over TLS with a certificate the CA issued them
+// (TLS.Issue), and no password.
+func StartTLS(t testing.TB, certRoles ...string) *Server { return start(t, true, certRoles) }
+
+func start(t testing.TB, withTLS bool, certRoles []string) *Server {
 	t.Helper()
 	bin, err := bindir()
 	if err != nil {
@@ -93,6 +104,9 @@ func Start(t testing.TB) *Server {
 	data := filepath.Join(s.Dir, "data")
 	s.run("initdb", "-D", data, "-U", Superuser, "--pwfile", pwfile, "-A", "scram-sha-256", "-E", "UTF8", "--locale", "C.UTF-8", "--no-instructions")
 	os.Remove(pwfile)
+	if withTLS {
+		s.setupTLS(data, certRoles)
+	}
 	if s.Port, err = freePort(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,10 +119,37 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
+// setupTLS gives the cluster a CA, a server certificate and, first in
+// pg_hba.conf, certificate logins for certRoles over TLS.
+func (s *Server) setupTLS(data string, certRoles []string) {
+	dir := filepath.Join(s.Dir, "tls")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		s.t.Fatal(err)
+	}
+	s.TLS = newTLS(s.t, dir)
+	s.chown(s.TLS.Key, s.TLS.Cert, s.TLS.CA)
+	hba := filepath.Join(data, "pg_hba.conf")
+	old, err := os.ReadFile(hba)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	lines := ""
+	for _, r := range certRoles {
+		lines += "hostssl all " + r + " 127.0.0.1/32 cert\n"
+	}
+	if err := os.WriteFile(hba, append([]byte(lines), old...), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	s.chown(hba)
+}
+
 // Start starts the (stopped) server and returns once it accepts connections.
 func (s *Server) Start() {
 	s.t.Helper()
 	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%d -c unix_socket_directories=%s -c max_connections=200", s.Port, s.Dir)
+	if s.TLS != nil {
+		opts += fmt.Sprintf(" -c ssl=on -c ssl_cert_file=%s -c ssl_key_file=%s -c ssl_ca_file=%s", s.TLS.Cert, s.TLS.Key, s.TLS.CA)
+	}
 	s.ctl("start", "-w", "-t", "60", "-l", filepath.Join(s.Dir, "log"), "-o", opts)
 }
 
