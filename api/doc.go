@@ -54,7 +54,7 @@
 // decision from the gated claude or any process descending from it (or
 // from its supervisor) is refused with 403 "self_approval", and a daemon
 // in a fleet (package fleet) refuses every decision with 409 "fleet":
-// its fleet's PostgreSQL arbitrates them:
+// its fleet's PostgreSQL arbitrates them (StatusResponse.Fleet says so):
 //
 //	GET  /v1/approvals               ApprovalsResponse (pending)
 //	GET  /v1/approvals/{id}          ApprovalDetail

@@ -19,6 +19,9 @@ type StatusResponse struct {
 	PID      int    `json:"pid"`
 	Ledger   string `json:"ledger"`
 	Sessions int    `json:"sessions"` // active sessions
+	// Fleet says that the daemon's approvals are arbitrated by a fleet's
+	// PostgreSQL: people decide them with --fleet, not on approve.sock.
+	Fleet bool `json:"fleet,omitempty"`
 }
 
 // ToolInfo is what an MCP server told about one of its tools.

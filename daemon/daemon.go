@@ -313,7 +313,7 @@ func (d *Daemon) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, api.StatusResponse{Protocol: api.ProtocolVersion, Version: d.cfg.Version, PID: os.Getpid(),
-		Ledger: d.cfg.Paths.LedgerDir(), Sessions: d.sessions.active()})
+		Ledger: d.cfg.Paths.LedgerDir(), Sessions: d.sessions.active(), Fleet: d.gate.fleet != nil})
 }
 
 func (d *Daemon) handleRegister(w http.ResponseWriter, r *http.Request) {

@@ -156,6 +156,7 @@ func TestFleetApproveWithTheCLI(t *testing.T) {
 	if ra.code != 0 || rb.code != 77 {
 		t.Fatalf("host A exited %d (want 0), host B %d (want 77)", ra.code, rb.code)
 	}
+	contains(t, "host A's stderr", ra.stderr, "toolgate approve "+idA+" --fleet DSN")
 	ca := ra.call(t, "toolu_fleet_a")
 	if ca.Effect != "allow" || ca.Source != "person" || ca.Actor != "fleet:alice@127.0.0.1" || !ca.Executed {
 		t.Errorf("host A's call: %+v", ca)
