@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -50,12 +51,15 @@ func BenchmarkFleetLoad(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer super.Close(ctx)
-	var localOnly, withFleet, rows, rowsPerSec, p50, p99, tableBytes, indexBytes float64
+	var localOnly, withFleet, rows, rowsPerSec, p50, p99, tableBytes, indexBytes, cpuLocal, cpuFleet float64
 	for range b.N {
+		c0 := cpuTime()
 		localOnly += loadRound(b, nil, "").Seconds()
+		c1 := cpuTime()
 		super.Exec(ctx, "TRUNCATE toolgate.events, toolgate.decisions, toolgate.approvals")
 		d := loadRound(b, dsns, pg.SuperDSN(db))
 		withFleet += d.Seconds()
+		cpuLocal, cpuFleet = cpuLocal+(c1-c0).Seconds(), cpuFleet+(cpuTime()-c1).Seconds()
 		var n int64
 		var first, last time.Time
 		var q50, q99 float64
@@ -85,6 +89,10 @@ func BenchmarkFleetLoad(b *testing.B) {
 	b.ReportMetric(rowsPerSec/N, "rows/s")
 	b.ReportMetric(p50/N, "visible_p50_ms")
 	b.ReportMetric(p99/N, "visible_p99_ms")
+	// The hosts' own CPU (this process: ledgers and publishers, not
+	// Postgres) per call, without and with publishing.
+	b.ReportMetric(cpuLocal/N/calls*1e6, "host_cpu_us/call_local")
+	b.ReportMetric(cpuFleet/N/calls*1e6, "host_cpu_us/call_fleet")
 	b.ReportMetric(tableBytes/N, "table_B/row")
 	b.ReportMetric(indexBytes/N, "index_B/row")
 	b.ReportMetric(0, "ns/op")
@@ -170,4 +178,11 @@ func loadRound(b *testing.B, dsns []string, superDSN string) time.Duration {
 		}
 	}
 	return d
+}
+
+// cpuTime is this process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
