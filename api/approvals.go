@@ -126,6 +126,12 @@ func (c *Client) Watch(ctx context.Context) (*Watcher, error) {
 	return &Watcher{body: resp.body, dec: json.NewDecoder(bufio.NewReader(resp.body))}, nil
 }
 
+// NewWatcher reads WatchEvent lines from body: a stream like GET /v1/watch
+// from another source of approvals (a fleet's database).
+func NewWatcher(body io.ReadCloser) *Watcher {
+	return &Watcher{body: body, dec: json.NewDecoder(bufio.NewReader(body))}
+}
+
 // Next returns the next event.
 func (w *Watcher) Next() (WatchEvent, error) {
 	var ev WatchEvent

@@ -58,7 +58,9 @@
 //
 // The approver socket (approve.sock) serves people and their tools; a
 // decision from the gated claude or any process descending from it (or
-// from its supervisor) is refused with 403 "self_approval":
+// from its supervisor) is refused with 403 "self_approval", and a daemon
+// in a fleet (package fleet) refuses every decision with 409 "fleet":
+// its fleet's PostgreSQL arbitrates them (StatusResponse.Fleet says so):
 //
 //	GET  /v1/approvals               ApprovalsResponse (pending)
 //	GET  /v1/approvals/{id}          ApprovalDetail

@@ -23,6 +23,9 @@ type StatusResponse struct {
 	RuntimeDir string    `json:"runtime_dir,omitempty"` // where its sockets are
 	StartedAt  time.Time `json:"started_at,omitzero"`
 	Pending    int       `json:"pending"` // asks waiting for a person
+	// Fleet says that the daemon's approvals are arbitrated by a fleet's
+	// PostgreSQL: people decide them with --fleet, not on approve.sock.
+	Fleet bool `json:"fleet,omitempty"`
 }
 
 // ToolInfo is what an MCP server told about one of its tools.

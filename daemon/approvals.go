@@ -189,7 +189,11 @@ func (g *gate) expireLoop(ctx context.Context) {
 		case <-g.rearmc:
 		case <-timer.C:
 		}
-		expired, err := g.ledger.ExpireDue(ctx, time.Now())
+		now := time.Now()
+		if g.fleet != nil {
+			g.arbitrateDue(ctx, now)
+		}
+		expired, err := g.ledger.ExpireDue(ctx, now)
 		if err != nil {
 			g.log.Error("expire approvals", "err", err)
 		}

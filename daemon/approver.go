@@ -64,6 +64,11 @@ func (d *Daemon) handleDecide(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `decision must be "approve" or "deny"`)
 		return
 	}
+	if d.gate.fleet != nil {
+		writeError(w, http.StatusConflict, "fleet", "this host's approvals are arbitrated by its fleet's Postgres: decide with "+
+			"toolgate approve --fleet DSN (an approver's credentials), or on toolgate web --fleet")
+		return
+	}
 	p, _ := peerFrom(r.Context())
 	who := actorOf(p)
 	for _, pid := range []int{p.PID, req.ViaPID} {

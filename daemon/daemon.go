@@ -18,6 +18,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/fleet"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/policy"
 	"golang.org/x/sys/unix"
@@ -35,6 +36,10 @@ type Config struct {
 	// ConfigDir is toolgate's configuration directory, which sessions must
 	// not touch ($XDG_CONFIG_HOME/toolgate).
 	ConfigDir string
+	// Fleet is the DSN of the fleet's PostgreSQL (package fleet), with an
+	// agent-host role: the daemon publishes its audit there and Postgres
+	// arbitrates its approvals. Empty: a single host, nothing changes.
+	Fleet string
 }
 
 // Daemon is the gate daemon: the only process that opens the ledger.
@@ -104,6 +109,14 @@ func Serve(ctx context.Context, cfg Config) error {
 	d := &Daemon{cfg: cfg, log: log, ledger: l, sessions: newSessions(l, policy.GuardPaths{Gate: cfg.Paths, ConfigDir: cfg.ConfigDir, Exe: exe})}
 	d.gate = &gate{ledger: l, sessions: d.sessions, log: log, broker: newBroker(), rearmc: make(chan struct{}, 1), stopping: make(chan struct{})}
 	d.started = time.Now().UTC().Truncate(time.Second)
+	if cfg.Fleet != "" {
+		node, err := fleet.NewNode(cfg.Fleet, l, d.gate.arbitrated, log)
+		if err != nil {
+			return err
+		}
+		defer node.Close()
+		d.gate.fleet = node
+	}
 	d.lastSeen.Store(time.Now().UnixNano())
 	if err := d.sessions.loadActive(ctx); err != nil {
 		log.Error("load the active sessions", "err", err)
@@ -128,6 +141,10 @@ func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener) erro
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); d.gate.expireLoop(ctx) }()
+	if d.gate.fleet != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); d.gate.fleet.Run(ctx) }()
+	}
 	wg.Add(1)
 	go func() { defer wg.Done(); d.endAbandoned(ctx) }()
 	errc := make(chan error, 2)
@@ -322,7 +339,7 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 	pending, _ := d.ledger.Pending(r.Context())
 	writeJSON(w, api.StatusResponse{Protocol: api.ProtocolVersion, Version: d.cfg.Version, PID: os.Getpid(),
 		Ledger: d.cfg.Paths.LedgerDir(), Sessions: d.sessions.active(), RuntimeDir: d.cfg.Paths.RuntimeDir,
-		StartedAt: d.started, Pending: len(pending)})
+		StartedAt: d.started, Pending: len(pending), Fleet: d.gate.fleet != nil})
 }
 
 func (d *Daemon) handleRegister(w http.ResponseWriter, r *http.Request) {

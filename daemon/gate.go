@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/fleet"
 	"github.com/toolgate/toolgate/ledger"
 )
 
@@ -26,6 +27,7 @@ type gate struct {
 	// stopping is closed when the daemon begins to stop: waits for a
 	// person end then, and their approvals stay pending in the ledger.
 	stopping chan struct{}
+	fleet    *fleet.Node // the fleet's arbiter, when one is configured
 }
 
 // errBadEvent is a hook event the gate cannot use.

@@ -38,7 +38,7 @@ func (t *tx) head() (*chainHead, error) {
 	v, err := t.Memo(keyHead, func() (any, error) {
 		h := t.l.head
 		t.BeforeCommit(func(st *store.Tx) error { return st.Put(keyHead, &h) })
-		t.AfterCommit(func() { t.l.head = h })
+		t.AfterCommit(func() { t.l.head = h; t.l.signalAppended() })
 		return &h, nil
 	})
 	if err != nil {

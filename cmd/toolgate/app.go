@@ -41,6 +41,8 @@ EXAMPLES
 			decideCommand("deny", "deny a pending ask"),
 			serveCommand(),
 			daemonCommand(),
+			fleetCommand(),
+			webCommand(),
 			auditCommand(),
 			policyCommand(),
 			schemaCommand(),

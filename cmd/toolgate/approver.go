@@ -44,12 +44,17 @@ func personClient(socket string) *api.Client {
 // the exit code a script reads.
 func approverError(err error) error {
 	var se *api.StatusError
+	if fe := fleetError(err); fe != err {
+		return fe // the fleet's database, out of reach
+	}
 	switch {
 	case api.IsUnavailable(err):
 		return notRunning(err)
 	case errors.As(err, &se) && se.Err.Code == "not_found":
 		return &dataError{fmt.Errorf("no such approval\nTry: toolgate pending")}
 	case errors.As(err, &se) && se.Err.Code == "self_approval":
+		return &permissionError{errors.New(se.Err.Message)}
+	case errors.As(err, &se) && se.Err.Code == "fleet":
 		return &permissionError{errors.New(se.Err.Message)}
 	case errors.As(err, &se) && (se.Err.Code == "expired" || se.Err.Code == "already_decided"):
 		return &conflictError{errors.New(se.Err.Message), se.Err.Code == "expired"}

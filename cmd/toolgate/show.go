@@ -27,19 +27,25 @@ denied or expired.
 EXAMPLES
    toolgate show apr_01J...
    toolgate show --json apr_01J... | jq .decision
+   toolgate show apr_01J... --fleet "$ALICE_DSN"
 
 EXIT STATUS
    0    shown
    64   bad command line
    65   no approval with that id
-   69   no daemon is running (it starts none)`,
-		Flags: []cli.Flag{jsonFlag()},
+   69   no daemon is running (it starts none; with --fleet: Postgres cannot be reached)`,
+		Flags: []cli.Flag{jsonFlag(), fleetFlag("show an ask of the fleet's PostgreSQL (a DSN with an approver's or auditor's role)")},
 		Action: func(cliCtx *cli.Context) error {
 			id, err := oneID(cliCtx)
 			if err != nil {
 				return err
 			}
-			d, err := approverClient().Approval(cliCtx.Context, id)
+			source, done, err := approverSource(cliCtx)
+			if err != nil {
+				return err
+			}
+			defer done()
+			d, err := source.Approval(cliCtx.Context, id)
 			if err != nil {
 				return approverError(err)
 			}

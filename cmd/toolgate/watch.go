@@ -43,15 +43,25 @@ EXAMPLES
    toolgate watch
    toolgate watch --lines | tee -a approvals.log
    echo "a apr_01J..." | toolgate watch
+   toolgate watch --fleet "postgres://alice@db.internal/toolgate?sslmode=verify-full"
+
+With --fleet (or TOOLGATE_FLEET) it follows every host's asks in the fleet's
+PostgreSQL and decides through its arbiter.
 
 It starts no daemon: until one runs it says so and waits for it.
 
 EXIT STATUS
    0    quit (q, or the end of the input)
-   64   bad command line`,
-		Flags: []cli.Flag{&cli.BoolFlag{Name: "lines", Usage: "line mode, even on a terminal"}},
+   64   bad command line
+   69   with --fleet: Postgres cannot be reached`,
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "lines", Usage: "line mode, even on a terminal"},
+			fleetFlag("follow every host's asks, from the fleet's PostgreSQL (a DSN with an approver's role)")},
 		Action: func(cliCtx *cli.Context) error {
-			client := followingClient()
+			client, done, err := approverSource(cliCtx)
+			if err != nil {
+				return err
+			}
+			defer done()
 			in, out := cliCtx.App.Reader, cliCtx.App.Writer
 			if !cliCtx.Bool("lines") && isTerminal(in) && isTerminal(out) {
 				return watch.Screen(cliCtx.Context, client, in, out)
