@@ -48,4 +48,3 @@ func (l *Ledger) signalAppended() {
 	default:
 	}
 }
-
