@@ -126,6 +126,12 @@ func (c *Client) Watch(ctx context.Context) (*Watcher, error) {
 	return &Watcher{body: resp.body, dec: json.NewDecoder(bufio.NewReader(resp.body))}, nil
 }
 
+// NewWatcher reads WatchEvent lines from body: a stream like GET /v1/watch
+// from another source of approvals (a fleet's database).
+func NewWatcher(body io.ReadCloser) *Watcher {
+	return &Watcher{body: body, dec: json.NewDecoder(bufio.NewReader(body))}
+}
+
 // Next returns the next event.
 func (w *Watcher) Next() (WatchEvent, error) {
 	var ev WatchEvent
@@ -158,7 +164,7 @@ func (c *Client) ExportAudit(ctx context.Context, w io.Writer) error {
 		return statusError(resp.status, data)
 	}
 	if _, err := io.Copy(w, resp.body); err != nil {
-		return &UnavailableError{SocketPath: c.SocketPath, Err: err}
+		return &UnavailableError{SocketPath: c.socket(), Err: err}
 	}
 	return nil
 }

@@ -31,8 +31,21 @@ type Client struct {
 	// which makes one request, closes its connection.
 	KeepAlive bool
 
+	// Locate, when set, names the socket for each new connection instead
+	// of SocketPath: an approver that waits for a daemon finds it wherever
+	// it starts (see Paths.Live).
+	Locate func() string
+
 	mu   sync.Mutex
 	idle []*conn // kept connections (KeepAlive)
+}
+
+// socket is the socket the next connection dials.
+func (c *Client) socket() string {
+	if c.Locate != nil {
+		return c.Locate()
+	}
+	return c.SocketPath
 }
 
 // Peer is a process at the other end of a Unix socket, from the kernel
@@ -88,7 +101,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	defer resp.body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.body, 64<<20))
 	if err != nil {
-		return &UnavailableError{SocketPath: c.SocketPath, Err: err}
+		return &UnavailableError{SocketPath: c.socket(), Err: err}
 	}
 	if resp.status != 200 {
 		return statusError(resp.status, data)
@@ -130,6 +143,19 @@ func (c *Client) Session(ctx context.Context, id string) (Session, error) {
 func (c *Client) EndSession(ctx context.Context, id string) (EndedSession, error) {
 	var s EndedSession
 	return s, c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/end", nil, &s)
+}
+
+// Resume takes up a deferred session again, once: the caller becomes its
+// owner.
+func (c *Client) Resume(ctx context.Context, id string, r ResumeRequest) (Session, error) {
+	var s Session
+	return s, c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/resume", r, &s)
+}
+
+// Deferred lists the sessions that deferred a call for a person.
+func (c *Client) Deferred(ctx context.Context) ([]DeferredSession, error) {
+	var r DeferredResponse
+	return r.Sessions, c.do(ctx, "GET", "/v1/deferred", nil, &r)
 }
 
 // SessionCalls lists the calls of one session.

@@ -22,7 +22,10 @@
 // HTTP/1.1 over a Unix socket (gate.sock, in $XDG_RUNTIME_DIR/toolgate).
 // The socket's directory is 0700 and the socket 0600; the daemon reads the
 // caller's uid and pid with SO_PEERCRED and refuses other uids and any
-// request that carries an Origin or Referer header (a browser).
+// request that carries an Origin or Referer header (a browser). The daemon
+// records its runtime directory beside its ledger (daemon.json), and
+// clients go there whatever their own environment names (Paths.Live,
+// live.go): a cron job and a desktop session reach the same daemon.
 //
 // Every request and response carries the header Toolgate-Protocol with
 // ProtocolVersion; a request with another version is refused with code
@@ -34,7 +37,10 @@
 //	GET  /v1/status                  StatusResponse
 //	POST /v1/sessions                RegisterRequest -> Session
 //	GET  /v1/sessions/{id}           Session
-//	POST /v1/sessions/{id}/end       -> Session
+//	POST /v1/sessions/{id}/end       -> EndedSession (ended "deferred" when it defers a call)
+//	POST /v1/sessions/{id}/resume    ResumeRequest -> Session: a deferred session, taken up
+//	                                 again by the caller, once (409 otherwise)
+//	GET  /v1/deferred                DeferredResponse: the sessions waiting on a person
 //	GET  /v1/sessions/{id}/calls     CallsResponse
 //	GET  /v1/calls                   CallsResponse (?session=ID to filter)
 //	POST /v1/hook                    HookRequest -> HookResponse
@@ -55,7 +61,9 @@
 //
 // The approver socket (approve.sock) serves people and their tools; a
 // decision from the gated claude or any process descending from it (or
-// from its supervisor) is refused with 403 "self_approval":
+// from its supervisor) is refused with 403 "self_approval", and a daemon
+// in a fleet (package fleet) refuses every decision with 409 "fleet":
+// its fleet's PostgreSQL arbitrates them (StatusResponse.Fleet says so):
 //
 //	GET  /v1/approvals               ApprovalsResponse (pending)
 //	GET  /v1/approvals/{id}          ApprovalDetail
@@ -90,6 +98,9 @@ package api
 //   - 5: 2026-12-01: DecideRequest.ViaPID: the notification server a
 //     click came through, refused as an approver would be; ending a
 //     session answers an EndedSession, with the audit chain's head.
+//     RegisterRequest.Policy is the file's bytes, base64 (its sha256 is the
+//     file's); RegisterRequest.ClaudeArgs, HookResponse.Defer, ResumeRequest and
+//     GET /v1/deferred: toolgate run --on-ask defer and toolgate resume.
 //   - 6: 2026-12-02: POST /v1/sessions/{id}/outcomes: toolgate run reports
 //     which calls ran and what the model saw, read from Claude Code's
 //     transcript, in place of the PostToolUse and PostToolBatch events.
@@ -104,6 +115,8 @@ const (
 	RouteRegister     = "POST /v1/sessions"
 	RouteSession      = "GET /v1/sessions/{id}"
 	RouteEndSession   = "POST /v1/sessions/{id}/end"
+	RouteResume       = "POST /v1/sessions/{id}/resume"
+	RouteDeferred     = "GET /v1/deferred"
 	RouteSessionCalls = "GET /v1/sessions/{id}/calls"
 	RouteCalls        = "GET /v1/calls"
 	RouteHook         = "POST /v1/hook"

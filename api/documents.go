@@ -47,7 +47,14 @@ type Call struct {
 	ToolName    string          `json:"tool_name"`
 	Input       json.RawMessage `json:"input"` // exactly as submitted
 	InputSHA256 string          `json:"input_sha256,omitempty"`
-	ProposedAt  time.Time       `json:"proposed_at"`
+	// Deferred: the call's ask ended the run (--on-ask defer); a person
+	// decides it, and toolgate resume proposes it again.
+	Deferred bool `json:"deferred,omitempty"`
+	// Cwd is the directory the call runs in, as Claude Code reported it
+	// with the call (its Bash tool keeps a cd from call to call): relative
+	// paths in the input resolve against it. Empty: the session's.
+	Cwd        string    `json:"cwd,omitempty"`
+	ProposedAt time.Time `json:"proposed_at"`
 	Verdict
 	Executed   bool       `json:"executed"` // it ran (or ran and failed)
 	Failed     bool       `json:"failed,omitempty"`
@@ -154,7 +161,12 @@ type Session struct {
 	Cwd             string     `json:"cwd,omitempty"`
 	StartedAt       time.Time  `json:"started_at"`
 	EndedAt         *time.Time `json:"ended_at,omitempty"`
-	EndReason       string     `json:"end_reason,omitempty"` // EndEnded or EndAbandoned
+	EndReason       string     `json:"end_reason,omitempty"` // EndEnded, EndAbandoned or EndDeferred
+	// DeferredCall is the call the session waits on while it is ended
+	// EndDeferred: a person decides its approval, then toolgate resume
+	// runs claude on. ResumedAt is the last resume.
+	DeferredCall string     `json:"deferred_call,omitempty"`
+	ResumedAt    *time.Time `json:"resumed_at,omitempty"`
 	// Settings is the gate's own configuration of the session (timeouts,
 	// discovered tool schemas ...), kept so that a restarted daemon can go
 	// on gating it.
@@ -165,6 +177,7 @@ type Session struct {
 const (
 	EndEnded     = "ended"     // its supervisor (or Claude Code, for an installed hook) ended it
 	EndAbandoned = "abandoned" // its processes were gone: the daemon ended it
+	EndDeferred  = "deferred"  // it deferred a call for a person (--on-ask defer): toolgate resume goes on
 )
 
 // Incident is something the daemon refused because it could only be an

@@ -90,7 +90,7 @@ func (c *Client) History(ctx context.Context, since, until time.Time, fn func(Hi
 			return nil
 		}
 		if err != nil {
-			return &UnavailableError{SocketPath: c.SocketPath, Err: fmt.Errorf("history cut short: %w", err)}
+			return &UnavailableError{SocketPath: c.socket(), Err: fmt.Errorf("history cut short: %w", err)}
 		}
 		if err := fn(item); err != nil {
 			return err

@@ -35,6 +35,7 @@ type conn struct {
 	net.Conn
 	r    *bufio.Reader
 	peer Peer
+	sock string // the socket it was dialled on
 }
 
 // roundTrip sends one request and reads the response's head. ctx bounds
@@ -84,12 +85,13 @@ func (c *Client) conn(ctx context.Context) (*conn, bool, error) {
 
 // dial connects to the socket and verifies the peer.
 func (c *Client) dial(ctx context.Context) (*conn, error) {
+	sock := c.socket()
 	var d net.Dialer
-	nc, err := d.DialContext(ctx, "unix", c.SocketPath)
+	nc, err := d.DialContext(ctx, "unix", sock)
 	if err != nil {
-		return nil, &UnavailableError{SocketPath: c.SocketPath, Err: err}
+		return nil, &UnavailableError{SocketPath: sock, Err: err}
 	}
-	cc := &conn{Conn: nc, r: bufio.NewReader(nc)}
+	cc := &conn{Conn: nc, r: bufio.NewReader(nc), sock: sock}
 	if c.VerifyPeer != nil {
 		cc.peer, err = peerOf(nc)
 		if err == nil {
@@ -97,7 +99,7 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		}
 		if err != nil {
 			nc.Close()
-			return nil, &UnavailableError{SocketPath: c.SocketPath, Err: err}
+			return nil, &UnavailableError{SocketPath: sock, Err: err}
 		}
 	}
 	return cc, nil
@@ -114,7 +116,7 @@ func (c *Client) exchange(ctx context.Context, cc *conn, method, path string, bo
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return nil, answered, &UnavailableError{SocketPath: c.SocketPath, Err: err}
+		return nil, answered, &UnavailableError{SocketPath: cc.sock, Err: err}
 	}
 	var req bytes.Buffer
 	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: toolgate\r\n%s: %d\r\n", method, path, HeaderProtocol, ProtocolVersion)
@@ -201,10 +203,11 @@ func peerOf(conn net.Conn) (Peer, error) {
 
 // Peer returns the credentials of the process listening on the socket.
 func (c *Client) Peer(ctx context.Context) (Peer, error) {
+	sock := c.socket()
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.SocketPath)
+	conn, err := d.DialContext(ctx, "unix", sock)
 	if err != nil {
-		return Peer{}, &UnavailableError{SocketPath: c.SocketPath, Err: err}
+		return Peer{}, &UnavailableError{SocketPath: sock, Err: err}
 	}
 	defer conn.Close()
 	return peerOf(conn)

@@ -34,14 +34,18 @@ func DenyMessage(v Verdict, extra string) string {
 	return b.String()
 }
 
-// Sentence makes text a sentence that another can follow: trimmed, and
-// ending with a full stop unless it ends with one already (or with ! or
-// ?). Its first letter is left as written: it may be an identifier
-// (tool_name, /base). "" stays "".
+// Sentence makes text a sentence that another can follow: trimmed,
+// starting with a capital when its first word is a plain lowercase word
+// ("no secrets" reads "No secrets."; an identifier such as tool_name or
+// /base is left as written), and ending with a full stop unless it ends
+// with one already (or with ! or ?). "" stays "".
 func Sentence(text string) string {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return ""
+	}
+	if first, _, _ := strings.Cut(text, " "); strings.Trim(first, "abcdefghijklmnopqrstuvwxyz,;:") == "" {
+		text = strings.ToUpper(text[:1]) + text[1:]
 	}
 	switch text[len(text)-1] {
 	case '.', '!', '?':

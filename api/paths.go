@@ -18,19 +18,60 @@ const DefaultApprovalTimeout = 15 * time.Minute
 // timeout, which install derives from this one.
 const DefaultInstalledApprovalTimeout = 5 * time.Minute
 
-// RuntimeDir is where the daemon's sockets live: TOOLGATE_RUNTIME_DIR, or
-// $XDG_RUNTIME_DIR/toolgate, or a private directory under the system's
-// temporary directory when XDG_RUNTIME_DIR is unset. getenv is how the
-// caller reads its environment; the CLI and the hook binary both decide
-// the path here, so that they always meet.
-func RuntimeDir(getenv func(string) string) string {
-	if dir := getenv("TOOLGATE_RUNTIME_DIR"); filepath.IsAbs(dir) {
+// PathsFrom derives every path toolgate uses from the environment (getenv
+// is how the caller reads it). It is the one place that does: the CLI, the
+// daemon and the hook binary all call it, so that they always meet.
+//
+//	RuntimeDir  TOOLGATE_RUNTIME_DIR, or $XDG_RUNTIME_DIR/toolgate, or
+//	            /run/user/UID/toolgate when the user's runtime directory
+//	            exists (cron gives no XDG_RUNTIME_DIR, systemd still made it),
+//	            or $TMPDIR/toolgate-UID
+//	StateDir    TOOLGATE_STATE_DIR, or $XDG_STATE_HOME/toolgate, or
+//	            ~/.local/state/toolgate
+//	Ledger      TOOLGATE_LEDGER, or StateDir/ledger
+//
+// Clients then call Live, which finds the daemon that serves the ledger
+// whatever runtime directory it was started with.
+func PathsFrom(getenv func(string) string) Paths {
+	p := Paths{StateDir: xdgDir(getenv, "TOOLGATE_STATE_DIR", "XDG_STATE_HOME", ".local/state"), Ledger: getenv("TOOLGATE_LEDGER")}
+	switch {
+	case filepath.IsAbs(getenv("TOOLGATE_RUNTIME_DIR")):
+		p.RuntimeDir, p.Pinned = getenv("TOOLGATE_RUNTIME_DIR"), true
+	case filepath.IsAbs(getenv("XDG_RUNTIME_DIR")):
+		p.RuntimeDir = filepath.Join(getenv("XDG_RUNTIME_DIR"), "toolgate")
+	default:
+		p.RuntimeDir = filepath.Join(os.TempDir(), "toolgate-"+strconv.Itoa(os.Getuid()))
+		if user := UserRuntimeDir(); ownDir(user) == nil {
+			p.RuntimeDir = filepath.Join(user, "toolgate")
+		}
+	}
+	return p
+}
+
+// UserRuntimeDir is where systemd keeps the user's runtime directory,
+// whether or not XDG_RUNTIME_DIR says so.
+func UserRuntimeDir() string { return "/run/user/" + strconv.Itoa(os.Getuid()) }
+
+// ConfigDir is toolgate's configuration directory: $XDG_CONFIG_HOME/toolgate,
+// or ~/.config/toolgate. The default policy lives there.
+func ConfigDir(getenv func(string) string) string {
+	return xdgDir(getenv, "", "XDG_CONFIG_HOME", ".config")
+}
+
+// xdgDir is $override, or $xdg/toolgate, or ~/fallback/toolgate when they
+// are unset or not absolute (as the XDG specification asks).
+func xdgDir(getenv func(string) string, override, xdg, fallback string) string {
+	if dir := getenv(override); override != "" && filepath.IsAbs(dir) {
 		return dir
 	}
-	if dir := getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(dir) {
+	if dir := getenv(xdg); filepath.IsAbs(dir) {
 		return filepath.Join(dir, "toolgate")
 	}
-	return filepath.Join(os.TempDir(), "toolgate-"+strconv.Itoa(os.Getuid()))
+	home := getenv("HOME")
+	if !filepath.IsAbs(home) {
+		home = os.TempDir()
+	}
+	return filepath.Join(home, fallback, "toolgate")
 }
 
 // SocketName is the gate socket's name in the runtime directory.
@@ -41,6 +82,9 @@ type Paths struct {
 	RuntimeDir string // sockets and locks: $XDG_RUNTIME_DIR/toolgate
 	StateDir   string // the ledger and the daemon's log: $XDG_STATE_HOME/toolgate
 	Ledger     string // the ledger's directory when not StateDir/ledger
+	// Pinned says that RuntimeDir was named outright (TOOLGATE_RUNTIME_DIR):
+	// Live leaves it alone.
+	Pinned bool
 }
 
 // Socket is the gate's socket: the hook, the prompt tool and toolgate run.
@@ -52,8 +96,11 @@ func (p Paths) ApproveSocket() string { return filepath.Join(p.RuntimeDir, "appr
 // DaemonLock is held by the running daemon for as long as it lives.
 func (p Paths) DaemonLock() string { return filepath.Join(p.RuntimeDir, "gate.lock") }
 
-// StartLock serializes the processes that may start a daemon.
-func (p Paths) StartLock() string { return filepath.Join(p.RuntimeDir, "start.lock") }
+// StartLock serializes the processes that may start a daemon on the
+// ledger. It lives beside the ledger, not among the sockets: two starters
+// whose environments name different runtime directories must still take
+// turns, or both would start a daemon and one would find the ledger held.
+func (p Paths) StartLock() string { return filepath.Join(p.StateDir, "start.lock") }
 
 // LedgerDir is the ledger's directory.
 func (p Paths) LedgerDir() string {

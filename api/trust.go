@@ -22,6 +22,13 @@ type Trust struct {
 	// outside it: a process inside, as everything the model starts is,
 	// cannot be the gate.
 	Contained bool
+	// AnyToolgate accepts a daemon run from another toolgate binary than
+	// Exe (one named toolgate: a person's CLI may be another install than
+	// the daemon's), without no_new_privs: what a person's commands
+	// (pending, show, approve, watch, notify, audit) require, so that
+	// nothing the model starts can stand in for approve.sock and show a
+	// person another call than the one they decide.
+	AnyToolgate bool
 }
 
 // Verify refuses a peer that is not the daemon Trust describes.
@@ -44,8 +51,27 @@ func (t Trust) Verify(p Peer) error {
 	if err != nil {
 		return fmt.Errorf("the process on the gate's socket (pid %d) cannot be identified: %w", p.PID, err)
 	}
+	if t.AnyToolgate && filepath.Base(strings.TrimSuffix(exe, " (deleted)")) == "toolgate" {
+		return noNewPrivsOff(p.PID)
+	}
 	if !sameFile(exe, t.Exe) {
 		return fmt.Errorf("the process on the gate's socket (pid %d) is %s, not the toolgate daemon (%s)", p.PID, exe, t.Exe)
+	}
+	if t.AnyToolgate {
+		return noNewPrivsOff(p.PID)
+	}
+	return nil
+}
+
+// noNewPrivsOff refuses a daemon with no_new_privs: everything a contained
+// session starts carries it, and the gate never does.
+func noNewPrivsOff(pid int) error {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return fmt.Errorf("the process on the gate's socket (pid %d) cannot be identified: %w", pid, err)
+	}
+	if _, nnp := statusFields(string(status)); nnp != "0" {
+		return fmt.Errorf("the process on the gate's socket (pid %d) runs with no_new_privs, as what a contained session starts does: it is not the gate", pid)
 	}
 	return nil
 }

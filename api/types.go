@@ -19,6 +19,13 @@ type StatusResponse struct {
 	PID      int    `json:"pid"`
 	Ledger   string `json:"ledger"`
 	Sessions int    `json:"sessions"` // active sessions
+	// Added within protocol 4 (2026-12-02); older daemons leave them out.
+	RuntimeDir string    `json:"runtime_dir,omitempty"` // where its sockets are
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	Pending    int       `json:"pending"` // asks waiting for a person
+	// Fleet says that the daemon's approvals are arbitrated by a fleet's
+	// PostgreSQL: people decide them with --fleet, not on approve.sock.
+	Fleet bool `json:"fleet,omitempty"`
 }
 
 // ToolInfo is what an MCP server told about one of its tools.
@@ -30,14 +37,17 @@ type ToolInfo struct {
 
 // RegisterRequest registers a gated session.
 type RegisterRequest struct {
-	Policy          json.RawMessage `json:"policy"` // the policy document, as read
-	PolicyName      string          `json:"policy_name"`
-	ApprovalTimeout Duration        `json:"approval_timeout"`
-	OnAsk           string          `json:"on_ask"` // "wait" or "deny"
-	Cwd             string          `json:"cwd"`
-	Home            string          `json:"home"`
-	SupervisorPID   int             `json:"supervisor_pid"` // the caller when 0
-	Tools           []ToolInfo      `json:"tools,omitempty"`
+	// Policy is the policy document, byte for byte as read (base64 on the
+	// wire: a JSON value would be compacted, and its sha256 would not be
+	// the file's).
+	Policy          []byte     `json:"policy"`
+	PolicyName      string     `json:"policy_name"`
+	ApprovalTimeout Duration   `json:"approval_timeout"`
+	OnAsk           string     `json:"on_ask"` // "wait" or "deny"
+	Cwd             string     `json:"cwd"`
+	Home            string     `json:"home"`
+	SupervisorPID   int        `json:"supervisor_pid"` // the caller when 0
+	Tools           []ToolInfo `json:"tools,omitempty"`
 	// Contained says that the session's claude runs in a Landlock domain
 	// (every process it starts carries no_new_privs).
 	Contained bool `json:"contained,omitempty"`
@@ -45,6 +55,35 @@ type RegisterRequest struct {
 	// daemon's own (the guard): the policy, Claude Code's configuration,
 	// the files toolgate run gives claude, the hook.
 	Protected []string `json:"protected,omitempty"`
+	// Claude and ClaudeArgs are the claude executable and the user's
+	// arguments, kept for toolgate resume (OnAsk defer).
+	Claude     string   `json:"claude,omitempty"`
+	ClaudeArgs []string `json:"claude_args,omitempty"`
+}
+
+// ResumeRequest takes up a deferred session again: its caller (toolgate
+// resume) becomes its supervisor and owner.
+type ResumeRequest struct {
+	Contained bool     `json:"contained,omitempty"`
+	Protected []string `json:"protected,omitempty"`
+}
+
+// DeferredSession is a session that deferred a call for a person, with
+// what toolgate resume needs to run claude on.
+type DeferredSession struct {
+	Session    Session  `json:"session"`
+	Approval   Approval `json:"approval"`
+	PolicyName string   `json:"policy_name"`
+	Claude     string   `json:"claude"`
+	ClaudeArgs []string `json:"claude_args"`
+	OnAsk      string   `json:"on_ask"`
+	// ApprovalTimeout is the session's, for the asks of the resumed run.
+	ApprovalTimeout Duration `json:"approval_timeout"`
+}
+
+// DeferredResponse lists the deferred sessions.
+type DeferredResponse struct {
+	Sessions []DeferredSession `json:"sessions"`
 }
 
 // HookRequest forwards one Claude Code hook event, raw, with the session
@@ -73,6 +112,9 @@ type InstalledHook struct {
 // answer (PostToolUse and the like).
 type HookResponse struct {
 	Verdict *Verdict `json:"verdict,omitempty"`
+	// Defer: the verdict is an ask the session defers (OnAskDefer): the
+	// hook answers PreToolUse with "defer", and the run ends.
+	Defer bool `json:"defer,omitempty"`
 }
 
 // OutcomesRequest reports what became of calls of a session once they

@@ -33,10 +33,21 @@ const (
 	ReasonToolgateGuard      = "toolgate_guard" // a built-in rule: the session touched the gate itself
 	ReasonNotProposed        = "not_proposed"   // a permission prompt for a call the hook never proposed
 	ReasonBadRequest         = "bad_request"    // the prompt tool could not read what Claude Code sent
+	// ReasonDeferredSibling: a session deferred one call for a person
+	// already (toolgate run --on-ask defer), and Claude Code keeps only the
+	// last deferred call of a message: a second ask is denied, not deferred.
+	ReasonDeferredSibling = "deferred_sibling"
 	// ReasonHandedToClaude: in a session with toolgate install's hook,
 	// nobody decided in toolgate before the hook had to answer, so Claude
 	// Code's own permission dialog decides; toolgate wrote nothing back.
 	ReasonHandedToClaude = "handed_to_claude"
+)
+
+// What a session does with an ask (toolgate run --on-ask).
+const (
+	OnAskWait  = "wait"  // wait for a person, up to the approval timeout
+	OnAskDeny  = "deny"  // deny it at once: no_approver
+	OnAskDefer = "defer" // record it and end the run; toolgate resume goes on once a person decided
 )
 
 // Sources of a verdict: who or what decided.

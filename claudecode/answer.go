@@ -36,6 +36,17 @@ func preToolUse(v api.Verdict) []byte {
 	return out
 }
 
+// Defer is a PreToolUse answer that ends claude -p's run on the call, for
+// a person to decide (toolgate run --on-ask defer): the result then
+// carries terminal_reason "tool_deferred", and claude -p --resume proposes
+// the call again.
+func Defer(v api.Verdict) []byte {
+	out, _ := sjson.SetBytes(nil, "hookSpecificOutput.hookEventName", api.PreToolUse)
+	out, _ = sjson.SetBytes(out, "hookSpecificOutput.permissionDecision", "defer")
+	out, _ = sjson.SetBytes(out, "hookSpecificOutput.permissionDecisionReason", "toolgate waits for a person to decide"+ruleSuffix(v))
+	return out
+}
+
 func permissionRequest(v api.Verdict) []byte {
 	out, _ := sjson.SetBytes(nil, "hookSpecificOutput.hookEventName", api.PermissionRequest)
 	switch v.Effect {

@@ -44,6 +44,24 @@ func CheckArgs(args []string) error {
 	return nil
 }
 
+// SettingsArgs returns the values of every --settings in args (a file, or
+// JSON).
+func SettingsArgs(args []string) []string {
+	var values []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--":
+			return values
+		case strings.HasPrefix(a, "--settings="):
+			values = append(values, strings.TrimPrefix(a, "--settings="))
+		case a == "--settings" && i+1 < len(args):
+			i++
+			values = append(values, args[i])
+		}
+	}
+	return values
+}
+
 // MCPConfigArgs returns the values of every --mcp-config in args (the flag
 // takes one or more values, up to the next flag) and whether
 // --strict-mcp-config is set.

@@ -131,20 +131,3 @@ func SandboxEnabled(args []string, cwd, claudeDir string) (bool, string) {
 	}
 	return false, ""
 }
-
-// SettingsArgs returns the value of every --settings in args.
-func SettingsArgs(args []string) []string {
-	var values []string
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "--":
-			return values
-		case strings.HasPrefix(a, "--settings="):
-			values = append(values, strings.TrimPrefix(a, "--settings="))
-		case a == "--settings" && i+1 < len(args):
-			i++
-			values = append(values, args[i])
-		}
-	}
-	return values
-}

@@ -100,6 +100,10 @@ func (g *gate) askVerdict(ctx context.Context, a api.Approval) (api.Verdict, err
 // errStillPending is returned by wait when its context ends first.
 var errStillPending = errors.New("the approval is still pending")
 
+// errStopping is returned by wait when the daemon stops first: the
+// approval stays pending, for the daemon that comes next.
+var errStopping = errors.New("the daemon is stopping; the approval stays pending")
+
 // wait blocks until the approval is settled and returns the verdict for
 // the call, recording its write-back.
 func (g *gate) wait(ctx context.Context, id string) (api.Verdict, error) {
@@ -123,6 +127,9 @@ func (g *gate) wait(ctx context.Context, id string) (api.Verdict, error) {
 		case <-ctx.Done():
 			cancel()
 			return api.Verdict{}, errStillPending
+		case <-g.stopping:
+			cancel()
+			return api.Verdict{}, errStopping
 		}
 	}
 }
@@ -182,7 +189,11 @@ func (g *gate) expireLoop(ctx context.Context) {
 		case <-g.rearmc:
 		case <-timer.C:
 		}
-		expired, err := g.ledger.ExpireDue(ctx, time.Now())
+		now := time.Now()
+		if g.fleet != nil {
+			g.arbitrateDue(ctx, now)
+		}
+		expired, err := g.ledger.ExpireDue(ctx, now)
 		if err != nil {
 			g.log.Error("expire approvals", "err", err)
 		}

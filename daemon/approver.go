@@ -64,6 +64,11 @@ func (d *Daemon) handleDecide(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `decision must be "approve" or "deny"`)
 		return
 	}
+	if d.gate.fleet != nil {
+		writeError(w, http.StatusConflict, "fleet", "this host's approvals are arbitrated by its fleet's Postgres: decide with "+
+			"toolgate approve --fleet DSN (an approver's credentials), or on toolgate web --fleet")
+		return
+	}
 	p, _ := peerFrom(r.Context())
 	who := actorOf(p)
 	for _, pid := range []int{p.PID, req.ViaPID} {
@@ -147,6 +152,8 @@ func (d *Daemon) handleWatch(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		case <-r.Context().Done():
 			return
+		case <-d.gate.stopping:
+			return // the approver reconnects to the next daemon
 		}
 	}
 }
@@ -156,6 +163,12 @@ func (d *Daemon) handleWait(w http.ResponseWriter, r *http.Request) {
 	v, err := d.gate.wait(r.Context(), r.PathValue("id"))
 	if errors.Is(err, errStillPending) {
 		return // the caller went away
+	}
+	if errors.Is(err, errStopping) {
+		// No answer at all, only a closed connection: toolgate run takes
+		// that for a daemon gone, starts one again and asks again for the
+		// same tool_use_id, finding the same approval.
+		panic(http.ErrAbortHandler)
 	}
 	if err != nil {
 		d.fail(w, r, err)
@@ -200,6 +213,14 @@ func (d *Daemon) handleAuditVerify(w http.ResponseWriter, r *http.Request) {
 func (d *Daemon) handleAuditExport(w http.ResponseWriter, r *http.Request) {
 	p, _ := peerFrom(r.Context())
 	who := actorOf(p)
+	// An export is recorded in the chain, and a file cut back to an
+	// earlier export's head verifies as that export: only a person's
+	// exports may be made, so that none is the model's to cut back to.
+	if what, refusal := d.selfApproval(p.PID); refusal != "" {
+		d.incident(r.Context(), "audit", api.Incident{What: what, PID: p.PID, Exe: who.Exe, Detail: "audit export"})
+		writeError(w, http.StatusForbidden, "self_approval", "a gated session cannot export the audit: "+refusal)
+		return
+	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	if err := d.ledger.Export(r.Context(), w, api.Incident{PID: p.PID, Exe: who.Exe}); err != nil {
 		d.log.Error("export the audit chain", "err", err)

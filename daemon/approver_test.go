@@ -104,8 +104,16 @@ func TestApproveAndDeny(t *testing.T) {
 	if err != nil || got.Effect != "deny" || got.ReasonCode != "publishes" || strings.Contains(got.Message, "secret note") {
 		t.Errorf("denied: %+v %v", got, err)
 	}
-	if _, err := approver.Decide(ctx, "apr_01XXXXXXXXXXXXXXXXXXXXXXXX", api.DecideRequest{Decision: "approve"}); errorCode(err) != "not_found" {
-		t.Errorf("unknown id: %v", err)
+	// An unknown id is named in the domain's words, never by the ledger's
+	// internal key ("a/apr_..."), which approvers would print.
+	for _, id := range []string{"apr_01XXXXXXXXXXXXXXXXXXXXXXXX", "apr_nope"} {
+		_, err := approver.Decide(ctx, id, api.DecideRequest{Decision: "approve"})
+		if errorCode(err) != "not_found" || err.Error() != "no approval "+id+": not found" {
+			t.Errorf("unknown id: %v", err)
+		}
+		if _, err := approver.Approval(ctx, id); err == nil || strings.Contains(err.Error(), "a/") {
+			t.Errorf("show an unknown id: %v", err)
+		}
 	}
 }
 

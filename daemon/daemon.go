@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/fleet"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/policy"
 	"golang.org/x/sys/unix"
@@ -34,6 +36,10 @@ type Config struct {
 	// ConfigDir is toolgate's configuration directory, which sessions must
 	// not touch ($XDG_CONFIG_HOME/toolgate).
 	ConfigDir string
+	// Fleet is the DSN of the fleet's PostgreSQL (package fleet), with an
+	// agent-host role: the daemon publishes its audit there and Postgres
+	// arbitrates its approvals. Empty: a single host, nothing changes.
+	Fleet string
 }
 
 // Daemon is the gate daemon: the only process that opens the ledger.
@@ -43,6 +49,8 @@ type Daemon struct {
 	ledger   *ledger.Ledger
 	sessions *sessions
 	gate     *gate
+
+	started time.Time
 
 	inflight atomic.Int64
 	lastSeen atomic.Int64 // unix nanoseconds of the last request
@@ -74,6 +82,9 @@ func Serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	l, err := ledger.Open(cfg.Paths.LedgerDir(), ledger.Options{Logger: log})
+	if ledger.IsLocked(err) {
+		return fmt.Errorf("%w%s", err, heldBy(cfg.Paths))
+	}
 	if err != nil {
 		return err
 	}
@@ -87,9 +98,25 @@ func Serve(ctx context.Context, cfg Config) error {
 		gateLn.Close()
 		return err
 	}
+	removeRecord, err := writeRecord(cfg.Paths)
+	if err != nil {
+		gateLn.Close()
+		approveLn.Close()
+		return err
+	}
+	defer removeRecord()
 	exe, _ := os.Executable()
 	d := &Daemon{cfg: cfg, log: log, ledger: l, sessions: newSessions(l, policy.GuardPaths{Gate: cfg.Paths, ConfigDir: cfg.ConfigDir, Exe: exe})}
-	d.gate = &gate{ledger: l, sessions: d.sessions, log: log, broker: newBroker(), rearmc: make(chan struct{}, 1)}
+	d.gate = &gate{ledger: l, sessions: d.sessions, log: log, broker: newBroker(), rearmc: make(chan struct{}, 1), stopping: make(chan struct{})}
+	d.started = time.Now().UTC().Truncate(time.Second)
+	if cfg.Fleet != "" {
+		node, err := fleet.NewNode(cfg.Fleet, l, d.gate.arbitrated, log)
+		if err != nil {
+			return err
+		}
+		defer node.Close()
+		d.gate.fleet = node
+	}
 	d.lastSeen.Store(time.Now().UnixNano())
 	if err := d.sessions.loadActive(ctx); err != nil {
 		log.Error("load the active sessions", "err", err)
@@ -104,6 +131,7 @@ func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener) erro
 			ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelWarn)}
 	}
 	gateSrv, approveSrv := newServer(d.handler()), newServer(d.approverHandler())
+	held := holdSocketFiles(d.cfg.Paths.Socket(), d.cfg.Paths.ApproveSocket())
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -113,6 +141,10 @@ func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener) erro
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); d.gate.expireLoop(ctx) }()
+	if d.gate.fleet != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); d.gate.fleet.Run(ctx) }()
+	}
 	wg.Add(1)
 	go func() { defer wg.Done(); d.endAbandoned(ctx) }()
 	errc := make(chan error, 2)
@@ -121,8 +153,7 @@ func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener) erro
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		d.keepSockets(ctx, map[string]*http.Server{d.cfg.Paths.Socket(): gateSrv, d.cfg.Paths.ApproveSocket(): approveSrv},
-			map[string]net.Listener{d.cfg.Paths.Socket(): gateLn, d.cfg.Paths.ApproveSocket(): approveLn})
+		d.keepSockets(ctx, map[string]*http.Server{d.cfg.Paths.Socket(): gateSrv, d.cfg.Paths.ApproveSocket(): approveSrv}, held)
 	}()
 	if d.cfg.Ready != nil {
 		fmt.Fprintln(d.cfg.Ready, "ready")
@@ -134,8 +165,11 @@ func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener) erro
 		cancel()
 	case <-ctx.Done():
 	}
-	// Stop taking requests, let the ones in flight finish; long waits on
-	// approvals end (their callers ask again after a restart).
+	// Stop taking requests and let the ones in flight finish. Waits for a
+	// person end at once: their approvals stay pending in the ledger, and
+	// their callers ask the next daemon again. So a stop takes as long as
+	// the slowest short request, not as long as a person.
+	close(d.gate.stopping)
 	shutdown, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
 	approveSrv.Shutdown(shutdown)
@@ -217,6 +251,8 @@ func (d *Daemon) handler() http.Handler {
 	mux.HandleFunc(api.RouteWait, d.handleWait)
 	mux.HandleFunc(api.RouteClaudePID, d.handleClaudePID)
 	mux.HandleFunc(api.RouteOutcomes, d.handleOutcomes)
+	mux.HandleFunc(api.RouteResume, d.handleResume)
+	mux.HandleFunc(api.RouteDeferred, d.handleDeferred)
 	return d.guard(mux)
 }
 
@@ -287,6 +323,11 @@ func (d *Daemon) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusNotFound, "not_found", err.Error())
 	case errors.Is(err, errBadEvent):
 		writeError(w, http.StatusBadRequest, "bad_event", err.Error())
+	case errors.As(err, new(*notOwnerError)):
+		var no *notOwnerError
+		errors.As(err, &no)
+		d.incident(r.Context(), no.session, api.Incident{What: "not_owner", PID: no.caller, Detail: "an installed hook's event"})
+		writeError(w, http.StatusForbidden, "not_owner", err.Error())
 	case errors.As(err, &invalid):
 		writeError(w, http.StatusUnprocessableEntity, "invalid_policy", err.Error())
 	default:
@@ -296,8 +337,10 @@ func (d *Daemon) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
+	pending, _ := d.ledger.Pending(r.Context())
 	writeJSON(w, api.StatusResponse{Protocol: api.ProtocolVersion, Version: d.cfg.Version, PID: os.Getpid(),
-		Ledger: d.cfg.Paths.LedgerDir(), Sessions: d.sessions.active()})
+		Ledger: d.cfg.Paths.LedgerDir(), Sessions: d.sessions.active(), RuntimeDir: d.cfg.Paths.RuntimeDir,
+		StartedAt: d.started, Pending: len(pending), Fleet: d.gate.fleet != nil})
 }
 
 func (d *Daemon) handleRegister(w http.ResponseWriter, r *http.Request) {
@@ -306,6 +349,14 @@ func (d *Daemon) handleRegister(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, _ := peerFrom(r.Context())
+	// A session's supervisor is its caller or a process the caller started:
+	// any other (init, a person's shell) would make every approval from
+	// its descendants a self-approval.
+	if req.SupervisorPID != 0 && req.SupervisorPID != p.PID &&
+		(req.SupervisorPID <= 1 || !strictlyDescendsFrom(req.SupervisorPID, p.PID)) {
+		writeError(w, http.StatusBadRequest, "bad_request", "supervisor_pid must be the caller or a process it started")
+		return
+	}
 	s, err := d.sessions.register(r.Context(), "ses_"+ulid.Make().String(), req, p.PID)
 	if err != nil {
 		d.fail(w, r, err)
@@ -384,6 +435,8 @@ func (d *Daemon) listCalls(w http.ResponseWriter, r *http.Request, session strin
 		d.fail(w, r, err)
 		return
 	}
+	// In the order they were proposed (the ledger keeps them by id).
+	sort.SliceStable(calls, func(i, j int) bool { return calls[i].ProposedAt.Before(calls[j].ProposedAt) })
 	writeJSON(w, api.CallsResponse{Calls: append([]api.Call{}, calls...)})
 }
 
@@ -404,12 +457,12 @@ func (d *Daemon) handleHook(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	v, err := d.gate.hook(r.Context(), s, req.Event)
+	resp, err := d.gate.hook(r.Context(), s, req.Event)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
-	writeJSON(w, api.HookResponse{Verdict: v})
+	writeJSON(w, resp)
 }
 
 func (d *Daemon) handlePrompt(w http.ResponseWriter, r *http.Request) {

@@ -14,6 +14,12 @@
 // gated session), or it expires into a deny. Sessions of hooks installed
 // in Claude Code's settings register themselves on their first event.
 //
+// It writes a record beside the ledger naming its runtime directory, so
+// that clients whose environment names another find it (api.Paths.Live),
+// and removes it when it stops. A stop (SIGTERM) ends the waits for a
+// person at once: their approvals stay pending for the next daemon.
+//
 // Ensure starts a daemon on demand (toolgate run, the CLI, an installed
-// hook). The package must not import the supervisor.
+// hook), serialized by a lock beside the ledger. The package must not
+// import the supervisor.
 package daemon

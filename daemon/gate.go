@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/fleet"
 	"github.com/toolgate/toolgate/ledger"
 )
 
@@ -23,6 +24,10 @@ type gate struct {
 	broker   *broker
 	rearmc   chan struct{} // wakes the expiry loop
 	claims   claims        // the calls installed hooks' PermissionRequests wait on
+	// stopping is closed when the daemon begins to stop: waits for a
+	// person end then, and their approvals stay pending in the ledger.
+	stopping chan struct{}
+	fleet    *fleet.Node // the fleet's arbiter, when one is configured
 }
 
 // errBadEvent is a hook event the gate cannot use.
@@ -31,36 +36,61 @@ var errBadEvent = errors.New("malformed hook event")
 // hook handles one hook event. PreToolUse gets a verdict; the events after
 // a call are recorded and get none; an installed hook's PermissionRequest
 // waits for a person, and its SessionEnd ends the session.
-func (g *gate) hook(ctx context.Context, s *gateSession, raw []byte) (*api.Verdict, error) {
+func (g *gate) hook(ctx context.Context, s *gateSession, raw []byte) (api.HookResponse, error) {
 	if !gjson.ValidBytes(raw) {
-		return nil, fmt.Errorf("%w: not JSON", errBadEvent)
+		return api.HookResponse{}, fmt.Errorf("%w: not JSON", errBadEvent)
 	}
 	ev := gjson.ParseBytes(raw)
 	switch name := ev.Get("hook_event_name").String(); name {
 	case api.PreToolUse:
 		c, err := callOf(ev)
 		if err != nil {
-			return nil, err
+			return api.HookResponse{}, err
 		}
 		v, err := g.decide(ctx, s, c, true)
-		return &v, err
+		if err != nil || v.Effect != api.EffectAsk || s.settings.OnAsk != api.OnAskDefer {
+			return api.HookResponse{Verdict: &v}, err
+		}
+		return g.deferAsk(ctx, s, c, v, ev.Get("session_id").String())
 	case api.PostToolUse, api.PostToolUseFailure:
-		return nil, g.executed(ctx, s, ev, name == api.PostToolUseFailure)
+		return api.HookResponse{}, g.executed(ctx, s, ev, name == api.PostToolUseFailure)
 	case api.PostToolBatch:
-		return nil, g.batch(ctx, ev)
+		return api.HookResponse{}, g.batch(ctx, ev)
 	case api.PermissionRequest:
-		return g.permissionRequest(ctx, s, ev)
+		v, err := g.permissionRequest(ctx, s, ev)
+		return api.HookResponse{Verdict: v}, err
 	case api.SessionEnd:
-		return nil, g.sessionEnd(ctx, s)
+		return api.HookResponse{}, g.sessionEnd(ctx, s)
 	default:
-		return nil, fmt.Errorf("%w: unsupported hook_event_name %q", errBadEvent, name)
+		return api.HookResponse{}, fmt.Errorf("%w: unsupported hook_event_name %q", errBadEvent, name)
 	}
+}
+
+// deferAsk ends the run on an ask (toolgate run --on-ask defer): the
+// approval is recorded as for any ask, the call is marked deferred, and
+// the hook answers "defer"; toolgate resume goes on once a person decided.
+// Claude Code keeps only the last deferred call of a message (the others
+// vanish), so a session defers one call: another ask is denied
+// deferred_sibling, and the model may propose it again after the resume.
+func (g *gate) deferAsk(ctx context.Context, s *gateSession, c api.Call, v api.Verdict, claudeSession string) (api.HookResponse, error) {
+	if waiting := g.sessions.deferredCall(s); waiting != "" && waiting != c.ToolUseID {
+		v, err := g.settleAsk(ctx, c.ToolUseID, denyByRule(api.ReasonDeferredSibling, v.RuleID))
+		return api.HookResponse{Verdict: &v}, err
+	}
+	v, err := g.ask(ctx, s, c, v)
+	if err != nil || v.Effect != api.EffectAsk {
+		return api.HookResponse{Verdict: &v}, err
+	}
+	if err := g.sessions.deferCall(ctx, s, c.ToolUseID, claudeSession); err != nil {
+		return api.HookResponse{}, err
+	}
+	return api.HookResponse{Verdict: &v, Defer: true}, nil
 }
 
 // callOf is the call a hook event is about.
 func callOf(ev gjson.Result) (api.Call, error) {
 	c := api.Call{ToolUseID: ev.Get("tool_use_id").String(), ToolName: ev.Get("tool_name").String(),
-		AgentID: ev.Get("agent_id").String()}
+		AgentID: ev.Get("agent_id").String(), Cwd: ev.Get("cwd").String()}
 	input := ev.Get("tool_input")
 	if c.ToolUseID == "" || c.ToolName == "" || !input.IsObject() {
 		return c, fmt.Errorf("%w: tool_use_id, tool_name and an object tool_input are required", errBadEvent)
@@ -81,7 +111,7 @@ func callOf(ev gjson.Result) (api.Call, error) {
 // repeat. (The prompt tool asks about calls their PreToolUse decided.)
 func (g *gate) decide(ctx context.Context, s *gateSession, c api.Call, fromHook bool) (api.Verdict, error) {
 	c.SessionID = s.rec.ID
-	v := s.decider.Evaluate(c.ToolName, c.Input)
+	v := s.decider.In(c.Cwd).Evaluate(c.ToolName, c.Input)
 	stored, fresh, err := g.ledger.Record(ctx, c, v, fromHook)
 	switch {
 	case ledger.IsConflict(err):
@@ -91,9 +121,17 @@ func (g *gate) decide(ctx context.Context, s *gateSession, c api.Call, fromHook 
 		return api.Verdict{}, err
 	case fresh:
 		return v, nil
-	case stored.Executions > 0, fromHook && stored.Effect != api.EffectDeny:
-		// It ran; or the hook proposes again a call that was allowed (it
-		// may be running: toolgate run learns what ran from Claude Code's
+	case stored.Executions > 0:
+		v = api.Deny(api.ReasonDuplicateToolUseID, api.SourceLedger)
+	case fromHook && stored.Deferred && len(stored.Repeats) == 0 && stored.Effect != api.EffectAsk:
+		// toolgate resume: Claude Code proposes the deferred call again,
+		// and it gets the person's decision (or the expiry's), once.
+		v = answer(stored.Verdict)
+		g.writeBack(ctx, c.ToolUseID, v)
+		return v, nil
+	case fromHook && stored.Effect != api.EffectDeny:
+		// The hook proposes again a call that was allowed (it may be
+		// running: toolgate run learns what ran from Claude Code's
 		// transcript, after the fact) or still waits for a person.
 		v = api.Deny(api.ReasonDuplicateToolUseID, api.SourceLedger)
 	case stored.Effect == api.EffectAsk:

@@ -46,6 +46,22 @@ func descendsFrom(pid int, ancestors map[int]bool) bool {
 	return true
 }
 
+// strictlyDescendsFrom reports whether pid descends from ancestor; a chain
+// that cannot be read does not.
+func strictlyDescendsFrom(pid, ancestor int) bool {
+	for range 4096 {
+		ppid, ok := proc.Parent(pid)
+		if !ok || ppid <= 1 {
+			return ppid == ancestor && ok
+		}
+		if ppid == ancestor {
+			return true
+		}
+		pid = ppid
+	}
+	return false
+}
+
 // startedByClaude reports whether a process carries the environment Claude
 // Code gives everything it runs (CLAUDECODE=1). A process the model started
 // and detached from the session's tree (setsid, a double fork) has left the

@@ -1,12 +1,15 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/internal/proc"
 	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/policy"
 )
 
 // Sessions of Claude Code's own, gated by the hook toolgate install puts in
@@ -24,7 +28,16 @@ import (
 // it on first sight with the policy the hook names. The session's claude is
 // the pid the hook reports when it is an ancestor of the calling hook, so
 // that nothing the session starts can approve its calls; a resumed session
-// (a new claude, or an ended session) is opened again.
+// (a new claude, or an ended session) is opened again, under the policy
+// its hook names.
+//
+// Session ids are no secret (Claude Code writes them to files as a session
+// starts), so the event of another process naming a session is no proof:
+// while the session's claude lives and Claude Code's own record of it
+// (~/.claude/sessions/PID.json) names the session, only its hooks speak for
+// it. A process that named the session first, with a claude of its own,
+// holds it only until the session's own hook comes, and each hook's events
+// are decided under the policy that hook names.
 func (ss *sessions) installed(ctx context.Context, raw []byte, in api.InstalledHook, callerPID int) (*gateSession, error) {
 	if !gjson.ValidBytes(raw) {
 		return nil, fmt.Errorf("%w: not JSON", errBadEvent)
@@ -41,8 +54,11 @@ func (ss *sessions) installed(ctx context.Context, raw []byte, in api.InstalledH
 	switch {
 	case err == nil && !s.settings.Installed:
 		return nil, fmt.Errorf("%w: session %s is a toolgate run session", errBadEvent, id)
+	case err == nil && s.rec.ClaudePID != claude && s.rec.EndedAt == nil && proc.Alive(s.rec.ClaudePID) &&
+		claudeRuns(s.rec.ClaudePID, id):
+		return nil, &notOwnerError{session: id, claude: s.rec.ClaudePID, caller: callerPID}
 	case err == nil && (s.rec.EndedAt != nil || s.rec.ClaudePID != claude):
-		return ss.reopen(ctx, s, claude)
+		return ss.reopen(ctx, s, claude, in, ev.Get("cwd").String())
 	case err == nil:
 		return s, nil
 	case !errors.Is(err, errUnknownSession):
@@ -58,17 +74,85 @@ func (ss *sessions) installed(ctx context.Context, raw []byte, in api.InstalledH
 	return ss.start(ctx, api.Session{ID: id, ClaudeSessionID: id, Cwd: ev.Get("cwd").String(), ClaudePID: claude}, settings, doc)
 }
 
-// reopen records the claude of a resumed session and that it runs again.
-func (ss *sessions) reopen(ctx context.Context, s *gateSession, claude int) (*gateSession, error) {
-	rec, err := ss.ledger.UpdateSession(ctx, s.rec.ID, func(r *api.Session) { r.ClaudePID, r.EndedAt = claude, nil })
+// reopen records the claude of a resumed session and that it runs again,
+// under the policy its hook names now.
+func (ss *sessions) reopen(ctx context.Context, s *gateSession, claude int, in api.InstalledHook, cwd string) (*gateSession, error) {
+	doc, err := os.ReadFile(in.PolicyPath)
+	if err != nil {
+		return nil, fmt.Errorf("read the policy of toolgate install's hook: %w", err)
+	}
+	settings := s.settings
+	settings.PolicyName, settings.ApprovalTimeout, settings.Home = in.PolicyPath, in.ApprovalTimeout, in.Home
+	settings.Guard = ss.guardFor(cwd, in.ClaudeDir, in.PolicyPath)
+	if settings.ApprovalTimeout <= 0 {
+		settings.ApprovalTimeout = api.Duration(api.DefaultApprovalTimeout)
+	}
+	p, err := policy.Parse(settings.PolicyName, doc)
+	if err != nil {
+		return nil, err
+	}
+	if err := ss.ledger.StorePolicy(ctx, p.SHA256, doc); err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(settings)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := ss.ledger.UpdateSession(ctx, s.rec.ID, func(r *api.Session) {
+		r.ClaudePID, r.EndedAt, r.EndReason = claude, nil, ""
+		r.PolicySHA256, r.PolicyVersion, r.Settings = p.SHA256, p.Version, raw
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A new session object: a hook that holds the old one decides with it.
+	fresh, err := newGateSession(rec, settings, doc)
 	if err != nil {
 		return nil, err
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	s.rec = rec
-	ss.byID[rec.ID] = s
-	return s, nil
+	ss.byID[rec.ID] = fresh
+	return fresh, nil
+}
+
+// claudeRuns reports whether Claude Code's record of the claude process pid
+// (CONFIG/sessions/PID.json, written as a session starts, CONFIG being
+// $CLAUDE_CONFIG_DIR or ~/.claude in that process's own environment: no
+// request names it) names session.
+func claudeRuns(pid int, session string) bool {
+	if pid <= 1 {
+		return false
+	}
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return false
+	}
+	var home, config string
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte("HOME=")); ok {
+			home = string(v)
+		}
+		if v, ok := bytes.CutPrefix(kv, []byte("CLAUDE_CONFIG_DIR=")); ok {
+			config = string(v)
+		}
+	}
+	if config == "" && home != "" {
+		config = filepath.Join(home, ".claude")
+	}
+	data, err := os.ReadFile(filepath.Join(config, "sessions", strconv.Itoa(pid)+".json"))
+	return err == nil && gjson.GetBytes(data, "sessionId").String() == session
+}
+
+// notOwnerError is an installed hook's event naming a session whose claude
+// is another live process.
+type notOwnerError struct {
+	session        string
+	claude, caller int
+}
+
+func (e *notOwnerError) Error() string {
+	return fmt.Sprintf("session %s belongs to claude pid %d, which still runs; pid %d's event is not its hook's", e.session, e.claude, e.caller)
 }
 
 // claudeOf is the claude process of a calling hook: the pid the hook
@@ -127,7 +211,9 @@ func (g *gate) permissionRequest(ctx context.Context, s *gateSession, ev gjson.R
 	}
 	id := v.ApprovalID
 	v, err = g.wait(ctx, id)
-	if errors.Is(err, errStillPending) {
+	// A daemon that stops cannot answer the hook any more either: Claude
+	// Code's own dialog decides, as when nobody decides in time.
+	if errors.Is(err, errStillPending) || errors.Is(err, errStopping) {
 		// The hook is gone before anyone decided: Claude Code's dialog
 		// answered first, or the hook was stopped. Nothing decided now
 		// could take effect, so the approval ends here.

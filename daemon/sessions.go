@@ -33,6 +33,10 @@ type sessionSettings struct {
 	Contained bool `json:"contained,omitempty"`
 	// Guard is what the session's tools must never touch.
 	Guard *policy.Guard `json:"guard,omitempty"`
+	// Claude and ClaudeArgs are the claude executable and the user's
+	// arguments, for toolgate resume.
+	Claude     string   `json:"claude,omitempty"`
+	ClaudeArgs []string `json:"claude_args,omitempty"`
 	// Installed marks a session of Claude Code's own, gated by the hook
 	// toolgate install puts in its settings: its asks go through the
 	// PermissionRequest hook, wait at most ApprovalTimeout, and are handed
@@ -121,7 +125,7 @@ func (ss *sessions) register(ctx context.Context, id string, r api.RegisterReque
 	}
 	settings := sessionSettings{PolicyName: r.PolicyName, ApprovalTimeout: r.ApprovalTimeout, OnAsk: r.OnAsk,
 		SessionContext: api.SessionContext{Home: r.Home, Tools: r.Tools},
-		SupervisorPID:  r.SupervisorPID, OwnerPID: owner, Contained: r.Contained,
+		SupervisorPID:  r.SupervisorPID, OwnerPID: owner, Contained: r.Contained, Claude: r.Claude, ClaudeArgs: r.ClaudeArgs,
 		Guard: ss.guardFor(r.Cwd, "", r.Protected...)}
 	return ss.start(ctx, api.Session{ID: id, Cwd: r.Cwd}, settings, r.Policy)
 }
@@ -246,6 +250,33 @@ func (ss *sessions) setClaudePID(ctx context.Context, id string, pid int) error 
 		return err
 	}
 	rec, err := ss.ledger.UpdateSession(ctx, id, func(r *api.Session) { r.ClaudePID = pid })
+	if err != nil {
+		return err
+	}
+	ss.mu.Lock()
+	s.rec = rec
+	ss.mu.Unlock()
+	return nil
+}
+
+// deferredCall is the call the session deferred, or "".
+func (ss *sessions) deferredCall(s *gateSession) string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return s.rec.DeferredCall
+}
+
+// deferCall records that the session's run ends on this call's ask.
+func (ss *sessions) deferCall(ctx context.Context, s *gateSession, toolUseID, claudeSession string) error {
+	if _, err := ss.ledger.Defer(ctx, s.rec.ID, toolUseID, claudeSession); err != nil {
+		return err
+	}
+	return ss.refresh(ctx, s)
+}
+
+// refresh reads a cached session's record again.
+func (ss *sessions) refresh(ctx context.Context, s *gateSession) error {
+	rec, err := ss.ledger.Session(ctx, s.rec.ID)
 	if err != nil {
 		return err
 	}

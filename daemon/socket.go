@@ -106,11 +106,7 @@ const socketCheck = time.Second
 // for the gate, or to cut sessions off it) is bound again, and the server
 // serves the new listener too. The daemon holds the daemon lock, so the
 // path is its to take back.
-func (d *Daemon) keepSockets(ctx context.Context, servers map[string]*http.Server, listeners map[string]net.Listener) {
-	held := map[string]*socketFile{}
-	for path := range listeners {
-		held[path] = holdSocketFile(path)
-	}
+func (d *Daemon) keepSockets(ctx context.Context, servers map[string]*http.Server, held map[string]*socketFile) {
 	defer func() {
 		for _, f := range held {
 			f.close()
@@ -147,6 +143,17 @@ func (d *Daemon) keepSockets(ctx context.Context, servers map[string]*http.Serve
 // inode number, even after the daemon's was unlinked.
 type socketFile struct {
 	fd int
+}
+
+// holdSocketFiles holds each socket file the daemon bound. It runs before
+// the daemon says it is ready: a file replaced before it is held would be
+// held in its stead, and never taken back.
+func holdSocketFiles(paths ...string) map[string]*socketFile {
+	held := map[string]*socketFile{}
+	for _, path := range paths {
+		held[path] = holdSocketFile(path)
+	}
+	return held
 }
 
 func holdSocketFile(path string) *socketFile {

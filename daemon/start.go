@@ -23,34 +23,45 @@ type StartConfig struct {
 	Timeout  time.Duration // how long to wait for it to be ready; 10 s when 0
 }
 
-// Ensure returns a client of a running daemon (on gate.sock), starting
-// one (toolgate serve, detached, in its own session, logging to
-// Paths.LogFile) when none answers. A lock file serializes concurrent
-// starters, so two runs never start two daemons.
-func Ensure(ctx context.Context, cfg StartConfig) (*api.Client, error) {
+// Ensure returns a client of the daemon that serves the ledger (on its
+// gate.sock), and the paths it serves, starting one (toolgate serve,
+// detached, in its own session, logging to Paths.LogFile) when none
+// answers. The daemon is found where its record beside the ledger says,
+// whatever runtime directory cfg.Paths names (see api.Paths.Live); a new
+// one is started in cfg.Paths.RuntimeDir. A lock file beside the ledger
+// serializes concurrent starters, so two runs never start two daemons,
+// whatever their environments.
+func Ensure(ctx context.Context, cfg StartConfig) (*api.Client, api.Paths, error) {
 	closeInherited()
-	client := api.NewClient(cfg.Paths.Socket())
+	p := cfg.Paths.Live()
+	client := api.NewClient(p.Socket())
 	if daemonAnswers(ctx, client) {
-		return client, nil
+		return client, p, nil
 	}
-	if err := makeRuntimeDir(cfg.Paths); err != nil {
-		return nil, err
+	if err := stateDir(cfg.Paths); err != nil {
+		return nil, p, err
 	}
 	lock, err := lockFile(cfg.Paths.StartLock(), true)
 	if err != nil {
-		return nil, fmt.Errorf("start lock: %w", err)
+		return nil, p, fmt.Errorf("start lock: %w", err)
 	}
 	defer lock.Close()
+	p = cfg.Paths.Live()
+	client = api.NewClient(p.Socket())
 	if daemonAnswers(ctx, client) { // another process started it while we waited
-		return client, nil
+		return client, p, nil
 	}
+	if err := makeRuntimeDir(p); err != nil {
+		return nil, p, err
+	}
+	cfg.Paths = p
 	if err := startDaemon(ctx, cfg); err != nil {
-		return nil, err
+		return nil, p, err
 	}
 	if _, err := client.Status(ctx); err != nil {
-		return nil, err
+		return nil, p, err
 	}
-	return client, nil
+	return client, p, nil
 }
 
 func daemonAnswers(ctx context.Context, c *api.Client) bool {

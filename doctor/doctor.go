@@ -7,6 +7,7 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/proc"
 
 	"github.com/godbus/dbus/v5"
 	"github.com/toolgate/toolgate/api"
@@ -44,6 +47,7 @@ type Check struct {
 // Config says what to check.
 type Config struct {
 	Paths        api.Paths
+	Policy       string   // the default policy: $XDG_CONFIG_HOME/toolgate/policy.json or TOOLGATE_POLICY
 	Claude       string   // the claude executable as configured ("claude" on PATH by default)
 	Tested       []string // the Claude Code versions the end-to-end suite passed on
 	Cwd, Home    string
@@ -59,10 +63,12 @@ func Run(ctx context.Context, cfg Config) []Check {
 		checkDaemon(ctx, cfg),
 		checkSockets(cfg),
 		checkLedger(cfg),
+		checkPolicy(cfg),
 		checkTimeouts(cfg),
 		checkContainment(),
 		checkSettings(cfg, "user", cfg.UserSettings),
 		checkSettings(cfg, "project", install.ProjectSettings(cfg.Cwd)),
+		checkSettings(cfg, "local", install.LocalSettings(cfg.Cwd)),
 		checkNotify(ctx, cfg),
 	}
 }
@@ -102,9 +108,17 @@ func checkDaemon(ctx context.Context, cfg Config) Check {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	st, err := api.NewClient(cfg.Paths.Socket()).Status(ctx)
+	rec, recErr := cfg.Paths.ReadDaemonRecord()
 	switch {
 	case err == nil:
-		c.Status, c.Detail = OK, fmt.Sprintf("pid %d, protocol %d, %d active sessions, ledger %s", st.PID, st.Protocol, st.Sessions, st.Ledger)
+		c.Status, c.Detail = OK, fmt.Sprintf("pid %d, protocol %d, %d active sessions, ledger %s, sockets in %s", st.PID, st.Protocol, st.Sessions, st.Ledger, cfg.Paths.RuntimeDir)
+	case recErr != nil && !errors.Is(recErr, fs.ErrNotExist):
+		c.Status, c.Detail = Fail, "the daemon record beside the ledger cannot be trusted: "+recErr.Error()
+		c.Fix = "stop every toolgate daemon, remove " + cfg.Paths.DaemonRecordFile() + " and let toolgate write it again"
+	case recErr == nil && rec.RuntimeDir != cfg.Paths.RuntimeDir && proc.Alive(rec.PID):
+		c.Status = Fail
+		c.Detail = fmt.Sprintf("the daemon pid %d serves the ledger with its sockets in %s, which cannot be trusted: %v", rec.PID, rec.RuntimeDir, api.CheckRuntimeDir(rec.RuntimeDir))
+		c.Fix = fmt.Sprintf("stop it (kill %d) and let toolgate start a daemon again", rec.PID)
 	case api.IsUnavailable(err) && !daemon.Alive(cfg.Paths):
 		c.Status, c.Detail = OK, "not running (toolgate run starts it on demand)"
 	default:
@@ -164,6 +178,27 @@ func checkLedger(cfg Config) Check {
 		c.Status, c.Detail, c.Fix = Fail, err.Error(), "check the permissions of "+dir
 	default:
 		c.Status, c.Detail = OK, fmt.Sprintf("%s, %.1f MB on disk; toolgate audit verify checks its chain", dir, float64(size)/(1<<20))
+	}
+	return c
+}
+
+// checkPolicy loads the default policy, which toolgate run uses when it is
+// given none.
+func checkPolicy(cfg Config) Check {
+	c := Check{Name: "policy"}
+	p, err := policy.Load(cfg.Policy)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		c.Status, c.Detail = Warn, cfg.Policy+" does not exist: toolgate run needs --policy FILE until it does"
+		c.Fix = "toolgate policy init (a laptop's starter policy; --profile ci for unattended runs)"
+	case policy.IsInvalid(err):
+		c.Status, c.Detail = Fail, "the default policy is invalid (toolgate run refuses it, exit 78): "+err.Error()
+		c.Fix = "toolgate policy check " + cfg.Policy + " lists every error"
+	case err != nil:
+		c.Status, c.Detail, c.Fix = Fail, err.Error(), "check the permissions of "+cfg.Policy
+	default:
+		c.Status = OK
+		c.Detail = fmt.Sprintf("%s: version %d, %d rules, default %s, sha256 %.12s", cfg.Policy, p.Version, len(p.Rules()), p.Document().Default, p.SHA256)
 	}
 	return c
 }
@@ -243,7 +278,13 @@ func checkInstalled(cfg Config, entries []install.Entry) (problem, fix string) {
 	if err != nil {
 		return "the hook's command cannot be read", "run toolgate uninstall, then toolgate install"
 	}
-	if _, err := os.Stat(program); err != nil {
+	if !strings.Contains(program, "/") {
+		// A project's shared settings name the hook from PATH.
+		if _, err := exec.LookPath(program); err != nil {
+			return program + " is not on PATH, so Claude Code cannot run the hook and goes on without toolgate: " + err.Error(),
+				"put toolgate-hook and toolgate on PATH (cp bin/toolgate-hook bin/toolgate ~/.local/bin/)"
+		}
+	} else if _, err := os.Stat(program); err != nil {
 		return "the hook binary is missing: " + err.Error(), "build it (go build -o bin/ ./cmd/...) and run bin/toolgate install again"
 	}
 	for i, w := range args {

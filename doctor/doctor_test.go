@@ -97,3 +97,23 @@ func TestContainmentCheck(t *testing.T) {
 		t.Errorf("%+v", c)
 	}
 }
+
+// The default policy, which toolgate run uses when given none: missing is
+// a warning that says how to get one, invalid a failure, loadable ok.
+func TestDoctorChecksTheDefaultPolicy(t *testing.T) {
+	root := t.TempDir()
+	policyFile := filepath.Join(root, "policy.json")
+	cfg := Config{Paths: api.Paths{RuntimeDir: filepath.Join(root, "rt"), StateDir: root}, Policy: policyFile,
+		Claude: "no-such-claude-here", Cwd: root, Home: root, UserSettings: filepath.Join(root, "none.json")}
+	if c := byName(Run(context.Background(), cfg))["policy"]; c.Status != Warn || !strings.Contains(c.Fix, "toolgate policy init") {
+		t.Errorf("no default policy: %+v", c)
+	}
+	os.WriteFile(policyFile, []byte(`{"version": 1, "default": "perhaps", "rules": []}`), 0o600)
+	if c := byName(Run(context.Background(), cfg))["policy"]; c.Status != Fail || !strings.Contains(c.Fix, "toolgate policy check "+policyFile) {
+		t.Errorf("an invalid default policy: %+v", c)
+	}
+	os.WriteFile(policyFile, []byte(`{"version": 3, "default": "ask", "rules": []}`), 0o600)
+	if c := byName(Run(context.Background(), cfg))["policy"]; c.Status != OK || !strings.Contains(c.Detail, "version 3, 0 rules, default ask") {
+		t.Errorf("a good default policy: %+v", c)
+	}
+}

@@ -217,8 +217,10 @@ func TestDaemonKilledWhileWaiting(t *testing.T) {
 func TestDetachedSelfApprovalIsRefused(t *testing.T) {
 	w := newWorld(t)
 	log := filepath.Join(w.root, "detached.log")
-	detached := `setsid sh -c 'for i in $(seq 1 100); do id=$(toolgate pending | awk "/^apr_/ {print \$1}" | head -n 1); ` +
-		`if [ -n "$id" ]; then toolgate approve "$id"; echo "exit $?"; exit 0; fi; sleep 0.2; done' > ` + log + ` 2>&1 < /dev/null &`
+	// The script is a file of the project, as an allowed program's code
+	// is: the guard denies a command line that names toolgate approve.
+	detached := w.detached(`for i in $(seq 1 100); do id=$(toolgate pending | awk '/^apr_/ {print $1}' | head -n 1); `+
+		`if [ -n "$id" ]; then toolgate approve "$id"; echo "exit $?"; exit 0; fi; sleep 0.2; done`+"\n", log)
 	policy := `{"version": 1, "default": "allow", "rules": [
 	  {"id": "ask-touch", "effect": "ask", "tool": "Bash", "input": {"command": {"command": [["touch"]]}}, "reason_code": "needs_review"}]}`
 	l, wait := w.runAsync(runArgs{policy: policy, toolgate: []string{"--approval-timeout", "8s"},

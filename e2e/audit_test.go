@@ -42,12 +42,11 @@ func TestAuditThroughTheDaemon(t *testing.T) {
 	}
 
 	// The same ledger named from another world while its daemon holds it:
-	// refused, saying what to do.
+	// that daemon serves it, found by the record it keeps beside the ledger.
 	other := newWorld(t)
 	ledgerDir := filepath.Join(w.root, "state", "toolgate", "ledger")
-	code, out = other.toolgate("audit", "verify", "--ledger", ledgerDir)
-	if code != 69 || !strings.Contains(out, "in use by another process") || !strings.Contains(out, "Try: ") {
-		t.Errorf("a ledger another daemon holds: %d %s", code, out)
+	if code, out = other.toolgate("audit", "verify", "--ledger", ledgerDir); code != 0 || out != "" {
+		t.Errorf("a ledger another world's daemon serves: %d %s", code, out)
 	}
 	// Once that daemon is gone, a private daemon serves it, and goes.
 	w.stopDaemon()
@@ -66,5 +65,26 @@ func TestAuditThroughTheDaemon(t *testing.T) {
 	}
 	if _, err := other.client().Status(t.Context()); err == nil {
 		t.Errorf("the other world's own daemon was started for a --ledger audit")
+	}
+}
+
+// toolgate audit lists the calls oldest first (the ledger keeps them by
+// id: toolu_z came after toolu_a), the report too; a session it does not
+// know is an error that says so (65), not an empty list.
+func TestAuditListsByTime(t *testing.T) {
+	w := newWorld(t)
+	r := w.run(runArgs{policy: allowTouchPolicy, script: []modelscript.Step{step(bash("toolu_z_first", "touch 1.txt")), step(bash("toolu_a_second", "touch 2.txt"))}})
+	if r.code != 0 || len(r.report.Calls) != 2 || r.report.Calls[0].ToolUseID != "toolu_z_first" {
+		t.Fatalf("run: exit %d, calls %+v", r.code, r.report.Calls)
+	}
+	if calls := w.audit(r.report.SessionID); len(calls) != 2 || calls[0].ToolUseID != "toolu_z_first" || calls[1].ToolUseID != "toolu_a_second" {
+		t.Errorf("audit --json: %+v", calls)
+	}
+	_, out := w.toolgate("audit", "--session", r.report.SessionID)
+	if first, second := strings.Index(out, "toolu_z_first"), strings.Index(out, "toolu_a_second"); first < 0 || second < first {
+		t.Errorf("audit:\n%s", out)
+	}
+	if code, out := w.toolgate("audit", "--session", "ses_nope"); code != 65 || !strings.Contains(out, `no session "ses_nope"`) || !strings.Contains(out, "Try: ") {
+		t.Errorf("audit --session ses_nope: %d %s", code, out)
 	}
 }

@@ -1,46 +1,158 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/toolgate/toolgate/modelscript"
+	"github.com/toolgate/toolgate/supervisor"
 )
 
-// The cron example runs a gated session and branches on the exit code; a
-// second run while the first holds the lock skips its tick.
+const cronPolicy = `{"version": 3, "default": "deny", "rules": [
+  {"id": "allow-touch", "effect": "allow", "tool": "Bash", "input": {"command": {"command": [["touch"]]}}},
+  {"id": "deny-rm", "effect": "deny", "tool": "Bash", "input": {"command": {"command": [["rm"]]}}, "reason_code": "destructive"},
+  {"id": "ask-mkdir", "effect": "ask", "tool": "Bash", "input": {"command": {"command": [["mkdir"]]}}, "reason_code": "needs_review"}
+]}`
+
+// cronJob is the cron example installed as its comment says, in a world
+// whose HOME has toolgate and claude in ~/.local/bin.
+type cronJob struct {
+	w      *world
+	script string
+}
+
+func newCronJob(t *testing.T, w *world) cronJob {
+	bin := filepath.Join(w.home(), ".local", "bin")
+	os.MkdirAll(bin, 0o700)
+	for name, target := range map[string]string{"toolgate": toolgateBin, "claude": claudeBin} {
+		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := filepath.Join(w.home(), ".config", "toolgate")
+	os.MkdirAll(config, 0o700)
+	if err := os.WriteFile(filepath.Join(config, "policy.json"), []byte(cronPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script, err := filepath.Abs("../examples/cron/toolgate-nightly.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cronJob{w: w, script: script}
+}
+
+// settings writes ~/.config/toolgate/nightly.env for the next tick: the
+// project, the task, KEEP, and what claude needs to reach the model.
+func (j cronJob) settings(t *testing.T, model *modelscript.Server, keep int) {
+	env := fmt.Sprintf("PROJECT=%s\nTASK='do the task'\nKEEP=%d\nexport ANTHROPIC_BASE_URL=%s ANTHROPIC_API_KEY=sk-test CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1\n",
+		j.w.project, keep, model.URL)
+	if err := os.WriteFile(filepath.Join(j.w.home(), ".config", "toolgate", "nightly.env"), []byte(env), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tick runs the script as cron does: env -i with HOME and cron's PATH only,
+// in a session of its own with no terminal, stdin /dev/null.
+func (j cronJob) tick(home string) *exec.Cmd {
+	cmd := exec.Command("env", "-i", "HOME="+home, "PATH=/usr/bin:/bin", j.script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	return cmd
+}
+
+func (j cronJob) reports() []string {
+	files, _ := filepath.Glob(filepath.Join(j.w.home(), ".local", "state", "toolgate", "nightly", "*.report.json"))
+	return files
+}
+
+// The cron example works under cron: run by env -i with HOME and cron's
+// default PATH, no terminal, it finds toolgate and claude, reaches the
+// desktop's daemon (whose approver decides its ask), keeps its reports
+// (the newest KEEP), skips a tick that would overlap a run that waits, and
+// says what was denied. Before, it exited 127 ("claude failed on its own")
+// and deleted the report it told the user to read.
 func TestCronExample(t *testing.T) {
 	w := newWorld(t)
-	model, err := modelscript.Start([]modelscript.Step{step(bash("toolu_e2e_cron", "rm -f x"))})
-	if err != nil {
-		t.Fatal(err)
+	j := newCronJob(t, w)
+	desk := w.desktopEnv(nil)
+	t.Cleanup(func() { w.toolgateIn(desk, "daemon", "stop") })
+	if code, out := w.toolgateIn(desk, "daemon", "start"); code != 0 {
+		t.Fatalf("the desktop's daemon: %d %s", code, out)
 	}
+
+	// 1: an ask, approved from the desktop while the job waits; a tick
+	// meanwhile is skipped.
+	model, _ := modelscript.Start([]modelscript.Step{step(bash("toolu_cron_ask", "mkdir made-by-cron"))})
 	defer model.Close()
-	policy := filepath.Join(w.root, "policy.json")
-	os.WriteFile(policy, []byte(allowTouchPolicy), 0o600)
-	bin := filepath.Join(w.root, "bin")
-	os.MkdirAll(bin, 0o700)
-	os.Symlink(claudeBin, filepath.Join(bin, "claude"))
-	env := append(w.env(model), "PATH="+bin+":"+os.Getenv("PATH"), "TOOLGATE="+toolgateBin, "PROJECT="+w.project, "POLICY="+policy)
-	cmd := exec.Command("../examples/cron/toolgate-nightly.sh")
-	cmd.Env = env
-	out, _ := cmd.CombinedOutput()
-	if cmd.ProcessState.ExitCode() != 77 || !strings.Contains(string(out), "calls were denied") || !strings.Contains(string(out), "destructive") {
-		t.Errorf("exit %d:\n%s", cmd.ProcessState.ExitCode(), out)
-	}
-	lock, err := os.OpenFile(filepath.Join(w.runtime, "toolgate-nightly.lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
+	j.settings(t, model, 2)
+	first := j.tick(w.home())
+	out := newLines()
+	first.Stdout, first.Stderr = out, out
+	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer lock.Close()
-	flock(t, lock) // a run in progress
-	cmd = exec.Command("../examples/cron/toolgate-nightly.sh")
-	cmd.Env = env
-	out, _ = cmd.CombinedOutput()
-	if cmd.ProcessState.ExitCode() != 0 || !strings.Contains(string(out), "skipping this tick") {
-		t.Errorf("an overlapping tick: exit %d:\n%s", cmd.ProcessState.ExitCode(), out)
+	id := out.approvalID(t)
+	overlap, _ := j.tick(w.home()).CombinedOutput()
+	if !strings.Contains(string(overlap), "skipping this tick") {
+		t.Errorf("an overlapping tick: %s", overlap)
+	}
+	if code, out := w.toolgateIn(desk, "approve", id); code != 0 {
+		t.Fatalf("approve from the desktop: %d %s", code, out)
+	}
+	first.Wait()
+	if code := first.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("the approved tick: exit %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(w.project, "made-by-cron")); err != nil {
+		t.Errorf("the approved call did not run: %v", err)
+	}
+	reports := j.reports()
+	if len(reports) != 1 {
+		t.Fatalf("reports after one tick: %v", reports)
+	}
+	data, _ := os.ReadFile(reports[0])
+	var rep supervisor.Report
+	if err := json.Unmarshal(data, &rep); err != nil || rep.ExitCode != 0 || rep.Counts.Allowed != 1 || rep.Policy.Version != 3 {
+		t.Errorf("the kept report: %v %+v", err, rep)
+	}
+
+	// 2: a denial, said in the log; 3: an allowed call; only KEEP=2 kept.
+	for i, tt := range []struct {
+		use  modelscript.ToolUse
+		code int
+		log  []string
+	}{
+		{bash("toolu_cron_rm", "rm -f precious"), 77, []string{"calls were denied", "Bash destructive deny-rm", ".report.json"}},
+		{bash("toolu_cron_touch", "touch fine"), 0, []string{"done; nothing was denied"}},
+	} {
+		model, _ := modelscript.Start([]modelscript.Step{step(tt.use)})
+		defer model.Close()
+		j.settings(t, model, 2)
+		tick := j.tick(w.home())
+		log, _ := tick.CombinedOutput()
+		if tick.ProcessState.ExitCode() != tt.code {
+			t.Errorf("tick %d: exit %d, want %d:\n%s", i+2, tick.ProcessState.ExitCode(), tt.code, log)
+		}
+		contains(t, fmt.Sprintf("tick %d's log", i+2), string(log), tt.log...)
+	}
+	if reports := j.reports(); len(reports) != 2 {
+		t.Errorf("KEEP=2 keeps two reports, found %v", reports)
+	}
+	claudeOut, _ := filepath.Glob(filepath.Join(w.home(), ".local", "state", "toolgate", "nightly", "*.claude.json"))
+	if len(claudeOut) != 2 {
+		t.Errorf("claude's results kept: %v", claudeOut)
+	}
+
+	// Without toolgate to be found, it says what to set, not "claude failed".
+	bare := filepath.Join(w.root, "bare-home")
+	os.MkdirAll(bare, 0o700)
+	log, _ := j.tick(bare).CombinedOutput()
+	if !strings.Contains(string(log), "toolgate not found") || !strings.Contains(string(log), "set TOOLGATE=") {
+		t.Errorf("no toolgate: %s", log)
 	}
 }

@@ -17,7 +17,16 @@ const fixtureEnv = "TOOLGATE_E2E_MCP_FIXTURE"
 
 // serveFixture is a user's MCP server: create_pull_request with an input
 // schema, and sign_contract, which needs a person at the interactive UI.
+// FIXTURE_STARTS names a file it adds a line to each time it starts;
+// FIXTURE_HANG=1 makes it a server that never answers.
 func serveFixture() {
+	if f, err := os.OpenFile(os.Getenv("FIXTURE_STARTS"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+		fmt.Fprintln(f, "started")
+		f.Close()
+	}
+	if os.Getenv("FIXTURE_HANG") == "1" {
+		select {} // a server that hangs: it never answers initialize
+	}
 	s := server.NewMCPServer("gh-fixture", "1.0.0", server.WithToolCapabilities(false))
 	pr := mcp.NewTool("create_pull_request",
 		mcp.WithDescription("Open a pull request."),

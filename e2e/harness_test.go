@@ -106,8 +106,11 @@ type result struct {
 	stdout string
 	stderr string
 	report supervisor.Report
-	claude claudeResult
-	model  *modelscript.Server
+	raw    []byte // the report file as written
+	// policyFile is the policy the run was given.
+	policyFile string
+	claude     claudeResult
+	model      *modelscript.Server
 }
 
 // claudeResult is claude's own --output-format json result.
@@ -135,6 +138,9 @@ type runArgs struct {
 	claudeEnv  []string
 	// stderrLines, when set, also receives toolgate run's stderr.
 	stderrLines io.Writer
+	// environ, when set, is the run's whole environment instead of the
+	// world's (claudeEnv is still added).
+	environ func(*modelscript.Server) []string
 }
 
 // run runs toolgate run -- claude -p on a scripted model and returns what
@@ -168,6 +174,7 @@ func (w *world) start(a runArgs) (*exec.Cmd, *result, func(*exec.Cmd) result) {
 		w.t.Fatal(err)
 	}
 	reportFile := filepath.Join(dir, "report.json")
+	res := &result{model: model, policyFile: policyFile}
 	args := append([]string{"run", "--policy", policyFile, "--report", reportFile}, a.toolgate...)
 	if a.transport != "" {
 		args = append(args, "--hook-transport", a.transport)
@@ -184,18 +191,22 @@ func (w *world) start(a runArgs) (*exec.Cmd, *result, func(*exec.Cmd) result) {
 	cmd := exec.CommandContext(ctx, toolgateBin, args...)
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Dir = w.project
-	cmd.Env = append(w.env(model), a.claudeEnv...)
+	env := w.env
+	if a.environ != nil {
+		env = a.environ
+	}
+	cmd.Env = append(env(model), a.claudeEnv...)
 	var stdout, stderr bytes.Buffer
 	tee := a.stderrLines
 	if tee == nil {
 		tee = io.Discard
 	}
 	cmd.Stdout, cmd.Stderr = &stdout, io.MultiWriter(&stderr, tee)
-	res := &result{model: model}
 	return cmd, res, func(cmd *exec.Cmd) result {
 		res.code = cmd.ProcessState.ExitCode()
 		res.stdout, res.stderr = stdout.String(), stderr.String()
 		if data, err := os.ReadFile(reportFile); err == nil {
+			res.raw = data
 			if err := json.Unmarshal(data, &res.report); err != nil {
 				w.t.Fatalf("report: %v", err)
 			}
@@ -284,13 +295,20 @@ func (l *lines) Write(p []byte) (int, error) {
 // its id: the line is the sign that the record exists and a call waits.
 func (l *lines) approvalID(t *testing.T) string {
 	t.Helper()
+	_, rest, _ := strings.Cut(l.waiting(t), "waiting for approval ")
+	id, _, _ := strings.Cut(rest, " ")
+	return id
+}
+
+// waiting waits for toolgate run's line that announces an approval.
+func (l *lines) waiting(t *testing.T) string {
+	t.Helper()
 	timeout := time.After(runTimeout)
 	for {
 		select {
 		case line := <-l.ch:
-			if _, rest, ok := strings.Cut(line, "waiting for approval "); ok {
-				id, _, _ := strings.Cut(rest, " ")
-				return id
+			if strings.Contains(line, "waiting for approval ") {
+				return line
 			}
 		case <-timeout:
 			t.Fatal("toolgate run never announced an approval")
@@ -302,8 +320,15 @@ func (l *lines) approvalID(t *testing.T) string {
 // and output.
 func (w *world) toolgate(args ...string) (int, string) {
 	w.t.Helper()
+	return w.toolgateIn(w.env(nil), args...)
+}
+
+// toolgateIn runs a toolgate command with the environment env, with no
+// terminal, and returns its exit code and output.
+func (w *world) toolgateIn(env []string, args ...string) (int, string) {
+	w.t.Helper()
 	cmd := exec.Command(toolgateBin, args...)
-	cmd.Env = w.env(nil)
+	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {

@@ -71,12 +71,16 @@ func (w *world) installProject(extra ...string) {
 	w.writeFile("toolgate-policy.json", installedPolicy)
 	args := append([]string{"install", "--scope", "project", "--policy", "toolgate-policy.json"}, extra...)
 	cmd := exec.Command(toolgateBin, args...)
-	cmd.Dir, cmd.Env = w.project, w.env(nil)
+	cmd.Dir, cmd.Env = w.project, append(w.env(nil), onPath())
 	out, err := cmd.CombinedOutput()
 	if err != nil || len(out) != 0 && !slices.Contains(extra, "off") {
 		w.t.Fatalf("toolgate install: %v %q (want success, quiet)", err, out)
 	}
 }
+
+// onPath puts toolgate and toolgate-hook on PATH, as installed: a project's
+// shared settings name the hook from there.
+func onPath() string { return "PATH=" + filepath.Dir(toolgateBin) + ":" + os.Getenv("PATH") }
 
 // claudeP runs claude -p in the project, as a script would, and returns
 // claude's result and exit code.
@@ -91,7 +95,7 @@ func (w *world) claudeP(script []modelscript.Step, env []string, args ...string)
 	defer cancel()
 	args = append([]string{"-p", "--output-format", "json"}, args...)
 	cmd := exec.CommandContext(ctx, claudeBin, append(args, "--", "do the task")...)
-	cmd.Dir, cmd.Env, cmd.WaitDelay = w.project, append(w.env(model), env...), 5*time.Second
+	cmd.Dir, cmd.Env, cmd.WaitDelay = w.project, append(append(w.env(model), onPath()), env...), 5*time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Run()
@@ -271,8 +275,10 @@ func TestInstalledDetachedSelfApprovalIsRefused(t *testing.T) {
 	w := newWorld(t)
 	w.installProject("--approval-timeout", "8s", "--containment", "off")
 	log := filepath.Join(w.root, "detached.log")
-	detached := `setsid sh -c 'for i in $(seq 1 100); do id=$(toolgate pending | awk "/^apr_/ {print \$1}" | head -n 1); ` +
-		`if [ -n "$id" ]; then toolgate approve "$id"; echo "exit $?"; exit 0; fi; sleep 0.2; done' > ` + log + ` 2>&1 < /dev/null &`
+	// The script is a file of the project, as an allowed program's code
+	// is: the guard denies a command line that names toolgate approve.
+	detached := w.detached(`for i in $(seq 1 100); do id=$(toolgate pending | awk '/^apr_/ {print $1}' | head -n 1); `+
+		`if [ -n "$id" ]; then toolgate approve "$id"; echo "exit $?"; exit 0; fi; sleep 0.2; done`+"\n", log)
 	path := []string{"PATH=" + filepath.Dir(toolgateBin) + ":" + os.Getenv("PATH")}
 	res, code, model := w.claudeP([]modelscript.Step{step(bash("toolu_inst_detach", detached)), step(bash("toolu_inst_next", "touch forged.txt"))},
 		path, interactiveStyle()...)

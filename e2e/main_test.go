@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ func setup(m *testing.M) (int, error) {
 		return 1, err
 	}
 	defer os.RemoveAll(bin)
-	build := exec.Command("go", "build", "-o", bin+"/", "../cmd/toolgate", "../cmd/toolgate-hook")
+	build := exec.Command("go", "build", "-ldflags", "-X main.commit="+gitCommit(), "-o", bin+"/", "../cmd/toolgate", "../cmd/toolgate-hook")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static binaries, as shipped
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
@@ -93,4 +94,18 @@ func installClaude() (string, error) {
 	}
 	fmt.Fprintf(os.Stderr, "e2e: installed in %s\n", time.Since(start).Round(time.Second))
 	return bin, nil
+}
+
+// gitCommit is the commit the binaries are built from, for toolgate
+// version ("" outside a git checkout).
+func gitCommit() string {
+	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	c := strings.TrimSpace(string(out))
+	if exec.Command("git", "diff", "--quiet", "HEAD").Run() != nil {
+		c += "-dirty"
+	}
+	return c
 }

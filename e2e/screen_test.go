@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -121,5 +122,58 @@ func TestWatchScreen(t *testing.T) {
 	ptmx.Write([]byte("q"))
 	if err := watch.Wait(); err != nil {
 		t.Errorf("watch after q: %v", err)
+	}
+}
+
+// What an approver sees is what runs: the model's bidi override and
+// zero-width space show by name in run's waiting line and on watch's
+// screen, and a script longer than the screen says how much more there is
+// and scrolls to its tail before anyone decides.
+func TestApproverSeesWhatRuns(t *testing.T) {
+	w := newWorld(t)
+	script := "cat notes\u202etxt.sh\n"
+	for i := range 60 {
+		script += fmt.Sprintf("echo step %d\n", i)
+	}
+	script += "touch tail-ran.txt # r\u200bm the tail"
+	l, wait := w.runAsync(runArgs{policy: `{"version": 1, "default": "ask", "rules": []}`,
+		script: []modelscript.Step{step(bash("toolu_e2e_bidi", script))}})
+	waiting := l.waiting(t)
+	id, _, _ := strings.Cut(strings.TrimPrefix(waiting, "toolgate: waiting for approval "), " ")
+	if !strings.Contains(waiting, "notes⟨U+202E⟩txt.sh") || !strings.Contains(waiting, "toolgate show "+id+" shows it whole") {
+		t.Errorf("run's waiting line: %q", waiting)
+	}
+	_, show := w.toolgate("show", id)
+	contains(t, "toolgate show", show, "$ cat notes⟨U+202E⟩txt.sh", "$ echo step 59", "$ touch tail-ran.txt # r⟨U+200B⟩m the tail")
+
+	watch := exec.Command(toolgateBin, "watch")
+	watch.Env = append(w.env(nil), "TERM=xterm-256color")
+	ptmx, err := pty.StartWithSize(watch, &pty.Winsize{Rows: 24, Cols: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	defer watch.Process.Kill()
+	term := readTerminal(ptmx)
+	at := term.waitFor(t, 0, "$ cat notes⟨U+202E⟩txt.sh", "more lines (PgDn/PgUp to read it all)")
+	for range 10 {
+		ptmx.Write([]byte("\x1b[6~")) // PgDn
+	}
+	at = term.waitFor(t, at, "$ touch tail-ran.txt # r⟨U+200B⟩m the tail", "lines above (PgDn/PgUp to read it all)")
+	ptmx.Write([]byte("d"))
+	at = term.waitFor(t, at, "deny, with a reason")
+	ptmx.Write([]byte("hidden tail\r"))
+	term.waitFor(t, at, "denied by user:")
+	r := wait()
+	if r.code != 77 {
+		t.Errorf("exit %d, want 77", r.code)
+	}
+	if _, err := os.Stat(filepath.Join(w.project, "tail-ran.txt")); err == nil {
+		t.Error("the denied script ran")
+	}
+	term.mu.Lock()
+	defer term.mu.Unlock()
+	if strings.ContainsAny(term.text.String()+r.stderr, "\u202e\u200b") {
+		t.Error("an invisible character reached a terminal")
 	}
 }

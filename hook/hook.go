@@ -25,7 +25,7 @@
 //
 //	TOOLGATE_SESSION      the session id (set by toolgate run)
 //	TOOLGATE_SOCKET       the daemon's socket (set by toolgate run; else
-//	                      gate.sock in the runtime directory, see api.RuntimeDir)
+//	                      that of the daemon serving the ledger, see api.PathsFrom)
 //	TOOLGATE_SPOOL        a file where calls denied without the daemon are recorded
 //	TOOLGATE_CONTAINED    1 when toolgate run contains the session: the daemon
 //	                      must then run outside its Landlock domain
@@ -126,6 +126,8 @@ func Main(p Process) (code int) {
 		return answerLocal(p, event, raw, err)
 	}
 	switch {
+	case resp.Defer && event == api.PreToolUse && resp.Verdict != nil:
+		p.Stdout.Write(claudecode.Defer(*resp.Verdict))
 	case resp.Verdict != nil:
 		writeAnswer(p.Stdout, event, *resp.Verdict)
 	case event == api.PreToolUse:
@@ -190,7 +192,7 @@ func socketPath(getenv func(string) string) string {
 	if s := getenv("TOOLGATE_SOCKET"); s != "" {
 		return s
 	}
-	return filepath.Join(api.RuntimeDir(getenv), api.SocketName)
+	return api.PathsFrom(getenv).Live().Socket()
 }
 
 // answerLocal answers without the daemon: a PreToolUse is denied
@@ -216,7 +218,7 @@ func spoolPath(getenv func(string) string, raw []byte) string {
 	if session == "" || strings.ContainsAny(session, `/\.`) || len(session) > 128 {
 		return ""
 	}
-	return filepath.Join(api.RuntimeDir(getenv), "spool", session+".jsonl")
+	return api.PathsFrom(getenv).Live().SpoolFile(session)
 }
 
 // spool records an event the daemon did not get in the session's spool

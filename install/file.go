@@ -28,6 +28,12 @@ func ProjectSettings(project string) string {
 	return filepath.Join(project, ".claude", "settings.json")
 }
 
+// LocalSettings is a project's settings file for this checkout only,
+// which Claude Code reads after the shared one and git does not share.
+func LocalSettings(project string) string {
+	return filepath.Join(project, ".claude", "settings.local.json")
+}
+
 // InstallFile installs toolgate's hook into the settings file at path,
 // creating it (and its directory) when there is none. changed is false
 // when it was installed already, exactly so; the file is then untouched.

@@ -36,7 +36,11 @@ const HookName = "toolgate-hook"
 
 // Options say what to install.
 type Options struct {
-	Hook            string        // the toolgate-hook executable, absolute
+	// Hook is the toolgate-hook executable as the command names it: an
+	// absolute path; a path relative to the project (run from
+	// $CLAUDE_PROJECT_DIR); or a bare name, found on PATH. The last two
+	// are portable: a project's shared settings name the hook so.
+	Hook            string
 	Policy          string        // the policy as the command names it: absolute, or relative to the project
 	ApprovalTimeout time.Duration // how long a PermissionRequest waits for a person
 	// PermissionMargin is how much longer than ApprovalTimeout the hook
@@ -52,14 +56,28 @@ type Options struct {
 // it runs, the ask, and the session's end.
 var Events = []string{api.PreToolUse, api.PermissionRequest, api.PostToolUse, api.PostToolUseFailure, api.PostToolBatch, api.SessionEnd}
 
-// Command is the hook's command line. A relative policy is taken from the
-// project's directory, which Claude Code passes to hooks.
+// Command is the hook's command line. A relative policy or hook path is
+// taken from the project's directory, which Claude Code passes to hooks;
+// a hook named without a path is found on PATH.
 func (o Options) Command() string {
-	policy := claudecode.ShellQuote(o.Policy)
-	if !filepath.IsAbs(o.Policy) {
-		policy = `"$CLAUDE_PROJECT_DIR"/` + claudecode.ShellQuote(filepath.ToSlash(o.Policy))
+	hook := claudecode.ShellQuote(o.Hook)
+	if !filepath.IsAbs(o.Hook) && strings.Contains(o.Hook, "/") {
+		hook = inProject(o.Hook)
 	}
-	return claudecode.CommandLine(o.Hook, "--policy", policy, "--approval-timeout", o.ApprovalTimeout.String())
+	return strings.Join([]string{"GOMAXPROCS=1", "exec", hook, "--policy", inProjectUnlessAbs(o.Policy),
+		"--approval-timeout", o.ApprovalTimeout.String()}, " ")
+}
+
+// inProject names a path relative to the project as the hook's shell reads it.
+func inProject(rel string) string {
+	return `"$CLAUDE_PROJECT_DIR"/` + claudecode.ShellQuote(filepath.ToSlash(rel))
+}
+
+func inProjectUnlessAbs(path string) string {
+	if filepath.IsAbs(path) {
+		return claudecode.ShellQuote(path)
+	}
+	return inProject(path)
 }
 
 // timeout is Claude Code's timeout for the event's hook, in seconds.

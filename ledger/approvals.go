@@ -129,6 +129,29 @@ func (l *Ledger) Resolve(ctx context.Context, d api.Decision) (api.Approval, api
 	})
 }
 
+// Arbitrated records a decision that a fleet's arbiter (Postgres) made on
+// a pending approval, as Resolve does, except for the deadline: the
+// arbiter refused to decide after expires_at by its own clock, and a
+// decision it made in time takes effect even when it reaches this host a
+// moment after its own clock passed expires_at (the host asks the arbiter
+// before it expires an approval, so the two never both decide).
+func (l *Ledger) Arbitrated(ctx context.Context, d api.Decision) (api.Approval, api.Decision, error) {
+	status := api.StatusApproved
+	switch d.Decision {
+	case api.EffectAllow:
+	case api.EffectDeny:
+		status = api.StatusDenied
+	default:
+		return api.Approval{}, api.Decision{}, fmt.Errorf("arbitrated: decision must be allow or deny, not %q", d.Decision)
+	}
+	if d.Actor == "" || d.ReasonCode == "" {
+		return api.Approval{}, api.Decision{}, fmt.Errorf("arbitrated: actor and reason_code are required")
+	}
+	return l.decideApproval(ctx, d.ApprovalID, func(t *tx, a api.Approval) (api.Approval, api.Decision, error) {
+		return settle(t, a, status, d)
+	})
+}
+
 // decideApproval runs decide on a pending approval, in one transaction: an
 // unknown id is ErrNotFound, and one that is no longer pending a
 // *TerminalError with the decision that ended it.
@@ -348,14 +371,14 @@ func (l *Ledger) Pending(ctx context.Context) ([]api.Approval, error) {
 // Approval returns an approval record, or ErrNotFound.
 func (l *Ledger) Approval(ctx context.Context, id string) (api.Approval, error) {
 	var a api.Approval
-	return a, l.read(approvalKey(id), &a)
+	return a, named("approval", id, l.read(approvalKey(id), &a))
 }
 
 // ApprovalFor returns the approval record of a call, or ErrNotFound.
 func (l *Ledger) ApprovalFor(ctx context.Context, toolUseID string) (api.Approval, error) {
 	var id string
 	if err := l.read(approvalOfCallKey(toolUseID), &id); err != nil {
-		return api.Approval{}, err
+		return api.Approval{}, named("approval of call", toolUseID, err)
 	}
 	return l.Approval(ctx, id)
 }
@@ -365,7 +388,7 @@ func (l *Ledger) ApprovalFor(ctx context.Context, toolUseID string) (api.Approva
 func (l *Ledger) DecisionFor(ctx context.Context, approvalID string) (api.Decision, error) {
 	var d api.Decision
 	err := l.read(decisionKey(approvalID), &d)
-	return readDecision(d), err
+	return readDecision(d), named("decision on approval", approvalID, err)
 }
 
 // readDecision is a stored decision as it reads today. Decisions stored

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -258,5 +259,46 @@ func TestEndSessionSettlesItsApprovals(t *testing.T) {
 	}
 	if a, _ := l.Approval(ctx, other.ID); a.Status != api.StatusPending {
 		t.Errorf("another session's approval was settled: %+v", a)
+	}
+}
+
+// A deferred session ends without settling the approval it waits on, and
+// is taken up again once: a second resume, concurrent or later, is refused.
+func TestDeferredSessionResumesOnce(t *testing.T) {
+	l, _ := openTest(t, nil)
+	if _, _, err := l.StartSession(ctx, api.Session{ID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	a := ask(t, l, "toolu_1", time.Hour)
+	if ok, err := l.Defer(ctx, "s1", "toolu_1", "claude-sid"); !ok || err != nil {
+		t.Fatalf("defer: %v %v", ok, err)
+	}
+	mustPropose(t, l, "toolu_2", `{"command":"git push"}`)
+	if ok, err := l.Defer(ctx, "s1", "toolu_2", "claude-sid"); ok || err != nil {
+		t.Errorf("a second deferral in the session: %v %v", ok, err)
+	}
+	s, expired, err := l.EndSession(ctx, "s1", api.EndEnded)
+	if err != nil || s.EndReason != api.EndDeferred || s.DeferredCall != "toolu_1" || s.ClaudeSessionID != "claude-sid" || len(expired) != 0 {
+		t.Fatalf("end: %+v %v %v", s, expired, err)
+	}
+	if got, _ := l.Approval(ctx, a.ID); got.Status != api.StatusPending {
+		t.Errorf("the deferred approval was settled: %+v", got)
+	}
+	if c, _ := l.Call(ctx, "toolu_1"); !c.Deferred || c.ApprovalID != a.ID || c.ExpiresAt == nil {
+		t.Errorf("the deferred call: %+v", c)
+	}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := l.ResumeSession(ctx, "s1", func(*api.Session) {})
+			errs <- err
+		}()
+	}
+	first, second := <-errs, <-errs
+	if (first == nil) == (second == nil) || !errors.Is(cmp.Or(first, second), ErrNotDeferred) {
+		t.Errorf("two resumes: %v, %v; want one to succeed and one ErrNotDeferred", first, second)
+	}
+	if s, _ := l.Session(ctx, "s1"); s.EndedAt != nil || s.DeferredCall != "" || s.ResumedAt == nil {
+		t.Errorf("the resumed session: %+v", s)
 	}
 }

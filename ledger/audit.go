@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/ledger/internal/store"
@@ -37,7 +38,7 @@ func (t *tx) head() (*chainHead, error) {
 	v, err := t.Memo(keyHead, func() (any, error) {
 		h := t.l.head
 		t.BeforeCommit(func(st *store.Tx) error { return st.Put(keyHead, &h) })
-		t.AfterCommit(func() { t.l.head = h })
+		t.AfterCommit(func() { t.l.head = h; t.l.signalAppended() })
 		return &h, nil
 	})
 	if err != nil {
@@ -149,5 +150,5 @@ var errExported = errors.New("exported")
 // Event returns the audit event with seq, or ErrNotFound.
 func (l *Ledger) Event(ctx context.Context, seq uint64) (Event, error) {
 	var e Event
-	return e, l.read(eventKey(seq), &e)
+	return e, named("audit event", strconv.FormatUint(seq, 10), l.read(eventKey(seq), &e))
 }

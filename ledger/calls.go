@@ -117,7 +117,7 @@ func propose(t *tx, p api.Call, hash string) (api.Call, bool, error) {
 
 // proposal is what of p a proposal records.
 func proposal(p api.Call) api.Call {
-	return api.Call{ToolUseID: p.ToolUseID, SessionID: p.SessionID, AgentID: p.AgentID, ToolName: p.ToolName, Input: p.Input}
+	return api.Call{ToolUseID: p.ToolUseID, SessionID: p.SessionID, AgentID: p.AgentID, ToolName: p.ToolName, Input: p.Input, Cwd: p.Cwd}
 }
 
 // getCall reads a call inside a transaction.
@@ -272,7 +272,7 @@ func putWriteBack(t *tx, w api.WriteBack) (api.WriteBack, error) {
 func (l *Ledger) Call(ctx context.Context, toolUseID string) (api.Call, error) {
 	raw, err := l.store.ReadRaw(callKey(toolUseID))
 	if err != nil {
-		return api.Call{}, err
+		return api.Call{}, named("call", toolUseID, err)
 	}
 	return decodeCall(raw)
 }
@@ -280,7 +280,7 @@ func (l *Ledger) Call(ctx context.Context, toolUseID string) (api.Call, error) {
 // WriteBackFor returns the write-back of a call, or ErrNotFound.
 func (l *Ledger) WriteBackFor(ctx context.Context, toolUseID string) (api.WriteBack, error) {
 	var w api.WriteBack
-	return w, l.read(writeBackKey(toolUseID), &w)
+	return w, named("write-back of call", toolUseID, l.read(writeBackKey(toolUseID), &w))
 }
 
 // maxRepeats bounds how many repeats a call keeps; the audit has them all.

@@ -26,8 +26,9 @@ func IsLocked(err error) bool { var e *store.LockedError; return errors.As(err, 
 
 // Ledger is an open ledger. Its methods are safe for concurrent use.
 type Ledger struct {
-	store *store.Store
-	head  chainHead // the audit chain's head as last committed; the committer's
+	store    *store.Store
+	head     chainHead     // the audit chain's head as last committed; the committer's
+	appended chan struct{} // signalled after a batch extended the chain (Appended)
 }
 
 // Open opens (or creates) the ledger in dir. Only one process may hold a
@@ -37,7 +38,7 @@ func Open(dir string, opts Options) (*Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Ledger{store: s}
+	l := &Ledger{store: s, appended: make(chan struct{}, 1)}
 	if l.head, err = l.readHead(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open ledger: %w", err)
@@ -60,6 +61,15 @@ type tx struct {
 // refusals come back with its result, their events committed all the same.
 func write[T any](ctx context.Context, l *Ledger, fn func(*tx) (T, error)) (T, error) {
 	return store.Write(ctx, l.store, func(st *store.Tx) (T, error) { return fn(&tx{st, l}) })
+}
+
+// named says which record was not found in the domain's words: the
+// store's key ("a/apr_..."), an internal, never reaches a person.
+func named(what, id string, err error) error {
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("no %s %s: %w", what, id, ErrNotFound)
+	}
+	return err
 }
 
 // read decodes the value at key into v, or returns ErrNotFound.

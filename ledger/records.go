@@ -20,6 +20,7 @@ const (
 	KindExecutionDuplicate = "execution_duplicate"
 	KindCallSeen           = "call_seen"
 	KindCallRepeated       = "call_repeated"
+	KindCallDeferred       = "call_deferred" // {"tool_use_id", "session_id"}: its ask ends the run (--on-ask defer)
 	KindPolicyStored       = "policy_stored"
 	KindIncident           = "incident"       // api.Incident: something refused as an attack or a mistake
 	KindAuditExported      = "audit_exported" // api.Exported: the chain was exported up to a head

@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/toolgate/toolgate/api"
@@ -81,16 +83,93 @@ func (l *Ledger) EndSession(ctx context.Context, id, reason string) (api.Session
 		}
 		at := t.Now()
 		s.EndedAt, s.EndReason = &at, reason
+		if s.DeferredCall != "" && reason == api.EndEnded {
+			s.EndReason = api.EndDeferred // its call waits for a person, and toolgate resume
+		}
 		if err := t.Put(sessionKey(id), s); err != nil {
 			return out{}, err
 		}
 		if err := t.event(KindSessionUpdated, id, s); err != nil {
 			return out{}, err
 		}
+		if s.EndReason == api.EndDeferred {
+			return out{s, nil}, nil
+		}
 		expired, err := expireWhere(t, func(a api.Approval) bool { return a.SessionID == id })
 		return out{s, expired}, err
 	})
 	return o.s, o.expired, err
+}
+
+// Defer records that a session's ask ends its run (--on-ask defer): the
+// call is marked deferred, and the session waits on it (DeferredCall) once
+// it ends, with Claude Code's session id to resume. A session defers one
+// call: ok is false when it deferred another already.
+func (l *Ledger) Defer(ctx context.Context, sessionID, toolUseID, claudeSessionID string) (ok bool, err error) {
+	return write(ctx, l, func(t *tx) (bool, error) {
+		var s api.Session
+		found, err := t.Get(sessionKey(sessionID), &s)
+		if err != nil || !found {
+			return false, cmp.Or(err, fmt.Errorf("session %s: %w", sessionID, ErrNotFound))
+		}
+		if s.DeferredCall != "" {
+			return s.DeferredCall == toolUseID, nil
+		}
+		c, found, err := getCall(t, toolUseID)
+		if err != nil || !found {
+			return false, cmp.Or(err, fmt.Errorf("call %s: %w", toolUseID, ErrNotFound))
+		}
+		var approvalID string
+		var a api.Approval
+		if found, err := t.Get(approvalOfCallKey(toolUseID), &approvalID); err != nil || !found {
+			return false, cmp.Or(err, fmt.Errorf("the approval of %s: %w", toolUseID, ErrNotFound))
+		}
+		if _, err := t.Get(approvalKey(approvalID), &a); err != nil {
+			return false, err
+		}
+		c.Deferred, c.ApprovalID, c.ExpiresAt = true, a.ID, &a.ExpiresAt
+		if err := t.Put(callKey(toolUseID), c); err != nil {
+			return false, err
+		}
+		s.DeferredCall = toolUseID
+		if s.ClaudeSessionID == "" {
+			s.ClaudeSessionID = claudeSessionID
+		}
+		if err := t.Put(sessionKey(sessionID), s); err != nil {
+			return false, err
+		}
+		if err := t.event(KindCallDeferred, toolUseID, map[string]string{"tool_use_id": toolUseID, "session_id": sessionID}); err != nil {
+			return false, err
+		}
+		return true, t.event(KindSessionUpdated, sessionID, s)
+	})
+}
+
+// ErrNotDeferred is a resume of a session that is not (or no longer)
+// waiting on a deferred call: another resume took it up first.
+var ErrNotDeferred = errors.New("the session is not waiting on a deferred call")
+
+// ResumeSession takes up a deferred session again, once: it is no longer
+// ended, and waits on nothing; fn sets what else changes (its settings,
+// for its new supervisor). A second resume gets ErrNotDeferred.
+func (l *Ledger) ResumeSession(ctx context.Context, id string, fn func(s *api.Session)) (api.Session, error) {
+	return write(ctx, l, func(t *tx) (api.Session, error) {
+		var s api.Session
+		found, err := t.Get(sessionKey(id), &s)
+		if err != nil || !found {
+			return api.Session{}, cmp.Or(err, fmt.Errorf("session %s: %w", id, ErrNotFound))
+		}
+		if s.EndReason != api.EndDeferred {
+			return api.Session{}, fmt.Errorf("session %s: %w", id, ErrNotDeferred)
+		}
+		at := t.Now()
+		s.EndedAt, s.EndReason, s.DeferredCall, s.ResumedAt, s.ClaudePID = nil, "", "", &at, 0
+		fn(&s)
+		if err := t.Put(sessionKey(id), s); err != nil {
+			return api.Session{}, err
+		}
+		return s, t.event(KindSessionUpdated, id, s)
+	})
 }
 
 // RecordIncident keeps an incident in the audit, about subject (a session
@@ -103,7 +182,7 @@ func (l *Ledger) RecordIncident(ctx context.Context, subject string, inc api.Inc
 // Session returns a session, or ErrNotFound.
 func (l *Ledger) Session(ctx context.Context, id string) (api.Session, error) {
 	var s api.Session
-	return s, l.read(sessionKey(id), &s)
+	return s, named("session", id, l.read(sessionKey(id), &s))
 }
 
 // Sessions lists every session in id order.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/internal/proc"
 	"github.com/toolgate/toolgate/render"
 )
 
@@ -39,6 +40,9 @@ type Notifier struct {
 	byID    map[string]uint32  // approval id -> notification id
 	keys    map[string]*posted // action key -> the notification it belongs to
 	owner   string             // the unique bus name of the notification server
+	// serverExe is the program that served the notification service when
+	// notify started: clicks count from it alone.
+	serverExe string
 }
 
 // posted is an action of a notification this notifier showed: its key is
@@ -57,20 +61,28 @@ type Service struct {
 	Markup                bool // it reads bodies as markup
 }
 
-// Probe asks the notification service on bus who it is and what it can do.
+// noAutoStart is every call's flag: the bus never starts a notification
+// service for toolgate. It would start whatever a service file in the
+// user's own directories names (~/.local/share/dbus-1/services), and code
+// the model runs can write one; a server the bus starts runs outside any
+// session's boundary.
+const noAutoStart = dbus.FlagNoAutoStart
+
+// Probe asks the notification service on bus who it is and what it can
+// do. It must be running already.
 func Probe(ctx context.Context, bus *dbus.Conn) (Service, error) {
 	obj := bus.Object(busName, path)
 	var s Service
 	var caps []string
-	if err := obj.CallWithContext(ctx, iface+".GetCapabilities", 0).Store(&caps); err != nil {
-		return s, fmt.Errorf("no notification service on the session bus: %w", err)
+	if err := obj.CallWithContext(ctx, iface+".GetCapabilities", noAutoStart).Store(&caps); err != nil {
+		return s, fmt.Errorf("no notification service runs on the session bus (toolgate does not have the bus start one): %w", err)
 	}
 	for _, c := range caps {
 		s.Actions = s.Actions || c == "actions"
 		s.Markup = s.Markup || c == "body-markup"
 	}
 	var spec string
-	if err := obj.CallWithContext(ctx, iface+".GetServerInformation", 0).Store(&s.Name, &s.Vendor, &s.Version, &spec); err != nil {
+	if err := obj.CallWithContext(ctx, iface+".GetServerInformation", noAutoStart).Store(&s.Name, &s.Vendor, &s.Version, &spec); err != nil {
 		return s, fmt.Errorf("the notification service does not say who it is: %w", err)
 	}
 	return s, nil
@@ -97,6 +109,13 @@ func (n *Notifier) Run(ctx context.Context) error {
 	}
 	if err := n.busOwner(ctx); err != nil {
 		return err
+	}
+	var server uint32
+	if err := n.Bus.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, n.owner).Store(&server); err != nil {
+		return fmt.Errorf("which process is the notification service: %w", err)
+	}
+	if n.serverExe, err = proc.Exe(int(server)); err != nil {
+		return fmt.Errorf("the notification service's program: %w", err)
 	}
 	signals := make(chan *dbus.Signal, 64)
 	n.Bus.Signal(signals)
@@ -140,6 +159,10 @@ func (n *Notifier) show(ctx context.Context, d api.ApprovalDetail) {
 		rule = "rule " + *a.MatchedRule
 	}
 	body := fmt.Sprintf("%s\n%s asks; expires at %s", render.Summary(a.ToolName, a.Input, 120), rule, a.ExpiresAt.Local().Format("15:04"))
+	if render.Clipped(a.ToolName, a.Input, 120) {
+		// A notification cannot show it all: it must say so, and where.
+		body += "\nnot all of it is shown: toolgate show " + a.ID
+	}
 	var actions []string
 	var mine []*posted
 	if n.actions {
@@ -161,7 +184,7 @@ func (n *Notifier) show(ctx context.Context, d api.ApprovalDetail) {
 	}
 	timeout := int32(max(time.Until(a.ExpiresAt).Milliseconds(), 1000))
 	var id uint32
-	err := n.Bus.Object(busName, path).CallWithContext(ctx, iface+".Notify", 0, "toolgate", uint32(0), "dialog-question",
+	err := n.Bus.Object(busName, path).CallWithContext(ctx, iface+".Notify", noAutoStart, "toolgate", uint32(0), "dialog-question",
 		"toolgate: "+a.ToolName+" wants to run", body, actions, map[string]dbus.Variant{"urgency": dbus.MakeVariant(byte(2))}, timeout).Store(&id)
 	if err != nil {
 		n.logf("notify %s: %v", a.ID, err)
@@ -195,7 +218,7 @@ func (n *Notifier) withdraw(ctx context.Context, approvalID string) {
 	}
 	n.mu.Unlock()
 	if ok {
-		n.Bus.Object(busName, path).CallWithContext(ctx, iface+".CloseNotification", 0, id)
+		n.Bus.Object(busName, path).CallWithContext(ctx, iface+".CloseNotification", noAutoStart, id)
 		n.logf("withdrawn %s", approvalID)
 	}
 }
@@ -236,8 +259,12 @@ func (n *Notifier) click(ctx context.Context, s *dbus.Signal) {
 	key, _ := s.Body[1].(string)
 	n.mu.Lock()
 	owner, p := n.owner, n.keys[key]
+	var posted uint32 // 0 until Notify's answer names it (show sets it under n.mu)
+	if p != nil {
+		posted = p.id
+	}
 	n.mu.Unlock()
-	if s.Sender != owner || p == nil || p.id != 0 && p.id != id {
+	if s.Sender != owner || p == nil || posted != 0 && posted != id {
 		n.logf("ignored an ActionInvoked from %s (the notification service is %s) for notification %d: not a click on one of toolgate's", s.Sender, owner, id)
 		return
 	}
@@ -247,6 +274,14 @@ func (n *Notifier) click(ctx context.Context, s *dbus.Signal) {
 	var server uint32
 	if err := n.Bus.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, s.Sender).Store(&server); err != nil || server == 0 {
 		n.logf("%s %s: nothing decided: the bus does not say which process the notification service is (%v)", p.decision, p.approvalID, err)
+		return
+	}
+	// And it is the program that served the name when notify started: the
+	// bus starts whatever a service file in the user's directories names,
+	// outside any session's boundary, once the name is free.
+	if exe, _ := proc.Exe(int(server)); exe != n.serverExe {
+		n.logf("%s %s: nothing decided: the notification service is now %s, not %s as when toolgate notify started; restart toolgate notify to trust it",
+			p.decision, p.approvalID, exe, n.serverExe)
 		return
 	}
 	decision := p.decision

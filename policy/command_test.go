@@ -112,7 +112,10 @@ func TestCommandDenyLooksThroughWrappers(t *testing.T) {
 		{"bash -c \"$S\"", "deny-rm"}, // a script only known at run time
 		{"ls (", "deny-rm"},           // does not parse
 		{"git push origin main", "deny-push"},
-		{"git $X main", "deny-push"}, // could be push
+		{"git $X main", "deny-rm"},     // $X could be -c alias.main=!rm: anything
+		{"git \"$X\" main", "deny-rm"}, // --exec-path=DIR: anything
+		{"git push$X", "deny-push"},    // push$X is not push, but $X may add words
+		{"X='git push'; $X", "deny-rm"},
 		{"cd sub && git push", "deny-push"},
 		{"echo rm", ""},
 		{"ls -la", ""},
@@ -122,6 +125,21 @@ func TestCommandDenyLooksThroughWrappers(t *testing.T) {
 		{"[ -n \"$x\" ] && ls", ""}, // [ is the test command, not a glob
 		{"[[ -f x ]] && ls", ""},
 		{"/bin/r[m] x", "deny-rm"}, // a bracket expression could expand to rm
+		{"l* x", ""},               // l* cannot expand to rm
+		{"git p* origin", "deny-push"},
+		{"git s* origin", ""},
+		{"{r\"m\",x}", "deny-rm"}, // brace expansion across quotes
+		{"git -C sub push", "deny-push"},
+		{"git --git-dir=.git --no-pager push", "deny-push"},
+		{"xargs -i rm {}", "deny-rm"},
+		{"/usr/bin/time -o t.txt rm x", "deny-rm"},
+		{"sudo -D /tmp rm x", "deny-rm"},
+		{"sudo --preserve-env=PATH rm x", "deny-rm"},
+		{"setpriv --reuid 1000 rm x", "deny-rm"},
+		{"unknown-wrapper --with-value v rm", ""},
+		{"command -v rm", ""}, // a lookup runs nothing
+		{"bash deploy.sh && rm.sh", ""},
+		{"echo $((1 + 2)) $HOME", ""},
 	}
 	for _, tt := range tests {
 		d := p.Decide(call("Bash", jsonString(tt.command)))

@@ -42,6 +42,9 @@ type ConditionDoc struct {
 	Pattern   *string           `json:"pattern,omitempty"`
 	PathUnder *string           `json:"path_under,omitempty"`
 	Command   [][]string        `json:"command,omitempty"`
+	// ArgumentUnder: a shell command line in which a program gets a path
+	// under one of these directories (argument or redirection target).
+	ArgumentUnder []string `json:"argument_under,omitempty"`
 }
 
 // TestDoc is an inline example that must hold for the document to load.

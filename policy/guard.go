@@ -4,6 +4,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
@@ -20,7 +21,8 @@ type Guard struct {
 	// Protected are files and directories no tool of the session may
 	// write, edit or read: toolgate's runtime, state and config
 	// directories, its binaries, the session's policy, the files
-	// toolgate run gives claude, and Claude Code's settings files.
+	// toolgate run gives claude, Claude Code's settings files, and the
+	// project's Claude Code configuration (.claude, .mcp.json).
 	Protected []string `json:"protected"`
 	// Sockets are the gate's socket directory: no command may name it.
 	Sockets string `json:"sockets,omitempty"`
@@ -62,10 +64,21 @@ func (g *Guard) check(c Call) (rule, why string, denied bool) {
 	return "", "", false
 }
 
+// opaque are the trees whose paths name another file for each process that
+// opens them (/proc/self/cwd is claude's directory to claude, the
+// daemon's to the daemon): the gate cannot resolve them as the tool will,
+// so they count as protected.
+var opaque = []string{"/proc", "/dev/fd"}
+
 // protects returns the protected path p is (or is under), symbolic links
 // resolved as far as they exist, or "".
 func (g *Guard) protects(p string) string {
-	for _, candidate := range []string{p, resolve(p)} {
+	for _, o := range opaque {
+		if p == o || strings.HasPrefix(p, o+"/") {
+			return o
+		}
+	}
+	for _, candidate := range []string{p, resolveLinks(p)} {
 		for _, prot := range g.Protected {
 			if candidate == prot || strings.HasPrefix(candidate, strings.TrimSuffix(prot, "/")+"/") {
 				return prot
@@ -75,8 +88,8 @@ func (g *Guard) protects(p string) string {
 	return ""
 }
 
-// resolve resolves the symbolic links of the longest part of p that exists.
-func resolve(p string) string {
+// resolveLinks resolves the symbolic links of the longest part of p that exists.
+func resolveLinks(p string) string {
 	rest := ""
 	for dir := p; dir != "/" && dir != "."; dir = filepath.Dir(dir) {
 		if real, err := filepath.EvalSymlinks(dir); err == nil {
@@ -100,6 +113,16 @@ func (g *Guard) command(script string, c Call) string {
 	if g.Sockets != "" && strings.Contains(script, g.Sockets) {
 		return "the command names the gate's socket directory"
 	}
+	// A decision anywhere in the text, as a word: in a string sh -c, eval
+	// or an interpreter runs, it is as much the session's as on its own.
+	words := strings.FieldsFunc(script, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' && r != '-' && r != '.'
+	})
+	for i := 0; i+1 < len(words); i++ {
+		if words[i] == "toolgate" && guardDecisions[words[i+1]] {
+			return "toolgate " + words[i+1] + " is for a person outside the session"
+		}
+	}
 	f, err := syntax.NewParser().Parse(strings.NewReader(script), "")
 	if err != nil {
 		return ""
@@ -109,6 +132,13 @@ func (g *Guard) command(script string, c Call) string {
 		switch n := node.(type) {
 		case *syntax.CallExpr:
 			why = g.call(n.Args, c)
+			// What follows a cd runs there (in source order: a cd in a
+			// subshell moves the rest too, which only denies more).
+			if len(n.Args) > 1 && (guardWord(n.Args[0]) == "cd" || guardWord(n.Args[0]) == "pushd") {
+				if dir := guardWord(n.Args[1]); dir != "" {
+					c.Cwd = normalizePath(dir, c)
+				}
+			}
 		case *syntax.Redirect:
 			if w := guardWord(n.Word); w != "" {
 				if hit := g.protects(normalizePath(w, c)); hit != "" {
@@ -195,7 +225,7 @@ func NewGuard(gp GuardPaths) *Guard {
 		}
 		p = path.Clean(p)
 		g.Protected = append(g.Protected, p)
-		if real := resolve(p); real != p {
+		if real := resolveLinks(p); real != p {
 			g.Protected = append(g.Protected, real)
 		}
 	}
@@ -211,8 +241,11 @@ func NewGuard(gp GuardPaths) *Guard {
 		add(filepath.Join(gp.ClaudeDir, "settings.local.json"))
 	}
 	if gp.Project != "" {
-		add(filepath.Join(gp.Project, ".claude", "settings.json"))
-		add(filepath.Join(gp.Project, ".claude", "settings.local.json"))
+		// The project's Claude Code configuration, all of it: its
+		// settings, and the skills, agents, commands and MCP servers whose
+		// hooks and programs the next session runs outside any sandbox.
+		add(filepath.Join(gp.Project, ".claude"))
+		add(filepath.Join(gp.Project, ".mcp.json"))
 	}
 	for _, p := range gp.Extra {
 		add(p)

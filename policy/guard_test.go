@@ -61,7 +61,7 @@ func TestGuard(t *testing.T) {
 	}
 	for _, tt := range []struct{ tool, input string }{
 		{"Write", `{"file_path":"notes.txt","content":"x"}`},
-		{"Edit", `{"file_path":".claude/agents/reviewer.md","old_string":"a","new_string":"b"}`},
+		{"Edit", `{"file_path":"docs/agents/reviewer.md","old_string":"a","new_string":"b"}`},
 		{"Read", `{"file_path":"~/.config/other/settings.json"}`},
 		{"Bash", `{"command":"toolgate pending"}`},
 		{"Bash", `{"command":"go test ./... && git status"}`},

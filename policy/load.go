@@ -86,6 +86,7 @@ func (l *loader) load() *Policy {
 	// so that one pass reports every problem; a rule the schema rejected
 	// is skipped here.
 	p.rules = l.compileRules(doc.Rules)
+	p.warnings = l.warnRules(doc.Rules)
 	p.schemas = l.compileSchemas(doc.Schemas)
 	p.index()
 	if len(l.errs) == 0 {
@@ -109,10 +110,7 @@ func (l *loader) syntaxError(err error) {
 
 // add records a problem at the JSON pointer ptr ("" for the whole document).
 func (l *loader) add(ptr, ruleID, msg string) {
-	e := &LoadError{File: l.name, RuleID: ruleID, Msg: msg, ptr: ptr}
-	if off, ok := l.pos[ptr]; ok {
-		e.Line, e.Col = lineCol(l.data, off)
-	}
+	e := l.at(ptr, ruleID, msg)
 	if e.RuleID == "" {
 		e.RuleID = l.ruleAt(ptr)
 	}

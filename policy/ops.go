@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"math/big"
 	"path"
@@ -49,7 +50,7 @@ func (op equalOp) match(v gjson.Result, ev *evalCtx) bool {
 			if !ok {
 				continue
 			}
-			if s == v.Str || op.pathKey && ev.normalize(s) == ev.normalize(v.Str) {
+			if s == v.Str || op.pathKey && ev.normalizeRule(s) == ev.normalize(v.Str) {
 				return true
 			}
 		}
@@ -140,9 +141,9 @@ func (op pathUnderOp) match(v gjson.Result, ev *evalCtx) bool {
 		return false
 	}
 	p := ev.normalize(v.Str)
-	if op.rel != "" && ev.call.Cwd != "" {
+	if project := cmp.Or(ev.call.Project, ev.call.Cwd); op.rel != "" && project != "" {
 		// The common case, a directory of the project: compare in place.
-		cwd := path.Clean(ev.call.Cwd)
+		cwd := path.Clean(project)
 		if op.rel == "." {
 			return pathUnder(p, cwd)
 		}
@@ -152,7 +153,7 @@ func (op pathUnderOp) match(v gjson.Result, ev *evalCtx) bool {
 		}
 		return ok && pathUnder(rest, op.rel)
 	}
-	return pathUnder(p, ev.normalize(op.dir))
+	return pathUnder(p, ev.normalizeRule(op.dir))
 }
 
 func pathUnder(p, dir string) bool {

@@ -15,10 +15,11 @@ type Policy struct {
 	Default api.Effect // the document's "default"
 	SHA256  string     // hex sha256 of the document's bytes, as read
 
-	doc     Document
-	rules   []*rule
-	byOrder [3]ruleIndex // deny, ask, allow
-	schemas *SchemaSet
+	doc      Document
+	rules    []*rule
+	warnings []*LoadError
+	byOrder  [3]ruleIndex // deny, ask, allow
+	schemas  *SchemaSet
 }
 
 // ruleIndex holds the rules of one effect: by exact tool name, and the ones
@@ -53,8 +54,11 @@ func (ix *ruleIndex) candidates(tool string, fn func(*rule) bool) {
 type Call struct {
 	Tool  string
 	Input []byte // the tool input as JSON, exactly as submitted
-	Cwd   string // the session's working directory; relative paths resolve against it
+	Cwd   string // where the call runs: relative paths in its input resolve against it
 	Home  string // the home directory "~" expands to
+	// Project is the session's directory: relative paths in the rules
+	// (path_under ".env") resolve against it. Empty: Cwd.
+	Project string
 }
 
 // Document returns the document the policy was compiled from.

@@ -81,7 +81,7 @@ type ChangedCall struct {
 // the report: a call whose effect changes is listed in its change's group.
 func (r *Replayer) Replay(c api.Call) {
 	d, known := r.sessions(c.SessionID)
-	oldV, newV := d[0].Evaluate(c.ToolName, c.Input), d[1].Evaluate(c.ToolName, c.Input)
+	oldV, newV := d[0].In(c.Cwd).Evaluate(c.ToolName, c.Input), d[1].In(c.Cwd).Evaluate(c.ToolName, c.Input)
 	r.report.Calls++
 	if !known {
 		r.report.WithoutSession++

@@ -35,9 +35,20 @@ type condition struct {
 }
 
 // operator is one test of a value. match must treat a value it cannot
-// decide according to the rule's effect (see unknownMatches).
+// decide according to the rule's effect: as a match for deny and ask, as a
+// miss for allow.
 type operator interface {
 	match(v gjson.Result, ev *evalCtx) bool
+}
+
+// missExplainer is an operator that can say why it missed, for explain.
+type missExplainer interface {
+	explainMiss(v gjson.Result, ev *evalCtx) string
+}
+
+// matchExplainer is an operator that can say what made it match.
+type matchExplainer interface {
+	explainMatch(v gjson.Result, ev *evalCtx) string
 }
 
 // evalCtx carries what one evaluation computes once and shares between rules.
@@ -66,7 +77,19 @@ func (ev *evalCtx) get(key string) gjson.Result {
 	return v
 }
 
-// normalize is normalizePath, computed once per path and evaluation.
+// normalizeRule normalizes a path a rule names: relative to the session's
+// project, not to where the call runs.
+func (ev *evalCtx) normalizeRule(p string) string {
+	if ev.call.Project == "" || ev.call.Project == ev.call.Cwd {
+		return ev.normalize(p)
+	}
+	c := ev.call
+	c.Cwd = c.Project
+	return normalizePath(p, c)
+}
+
+// normalize is normalizePath for a path of the call's input, computed once
+// per path and evaluation.
 func (ev *evalCtx) normalize(p string) string {
 	if n, ok := ev.paths[p]; ok {
 		return n
@@ -80,19 +103,22 @@ func (ev *evalCtx) normalize(p string) string {
 }
 
 func (r *rule) match(ev *evalCtx, explain bool) (bool, string) {
+	var notes []string
 	for _, c := range r.conds {
 		v := ev.get(c.key)
 		for _, op := range c.ops {
 			if op.match(v, ev) {
+				if me, ok := op.(matchExplainer); ok && explain {
+					if note := me.explainMatch(v, ev); note != "" {
+						notes = append(notes, fmt.Sprintf("input.%s: %s", c.key, note))
+					}
+				}
 				continue
 			}
 			if !explain {
 				return false, ""
 			}
-			if !v.Exists() {
-				return false, fmt.Sprintf("input.%s is missing (wanted %s)", c.key, c.describe)
-			}
-			return false, fmt.Sprintf("input.%s = %s does not satisfy %s", c.key, clip(v.Raw, 80), c.describe)
+			return false, c.missed(v, op, ev)
 		}
 	}
 	if !explain {
@@ -101,7 +127,23 @@ func (r *rule) match(ev *evalCtx, explain bool) (bool, string) {
 	if len(r.conds) == 0 {
 		return true, "tool matches and the rule has no input conditions"
 	}
+	if len(notes) > 0 {
+		return true, "tool and every input condition match; " + strings.Join(notes, "; ")
+	}
 	return true, "tool and every input condition match"
+}
+
+// missed says why an operator of the condition did not hold.
+func (c *condition) missed(v gjson.Result, op operator, ev *evalCtx) string {
+	if !v.Exists() {
+		return fmt.Sprintf("input.%s is missing (wanted %s)", c.key, c.describe)
+	}
+	if me, ok := op.(missExplainer); ok {
+		if why := me.explainMiss(v, ev); why != "" {
+			return fmt.Sprintf("input.%s: %s", c.key, why)
+		}
+	}
+	return fmt.Sprintf("input.%s = %s does not satisfy %s", c.key, clip(v.Raw, 80), c.describe)
 }
 
 func clip(s string, n int) string {
@@ -189,10 +231,7 @@ func compileCondition(key string, d ConditionDoc, effect api.Effect) (*condition
 		c.ops = append(c.ops, newPathUnder(*d.PathUnder))
 		desc = append(desc, fmt.Sprintf("path_under %q", *d.PathUnder))
 	}
-	if d.Command != nil {
-		c.ops = append(c.ops, commandOp{prefixes: d.Command, effect: effect})
-		desc = append(desc, fmt.Sprintf("command %s", describePrefixes(d.Command)))
-	}
+	desc = c.shellOps(d, effect, desc)
 	if len(c.ops) == 0 {
 		return nil, fmt.Errorf("condition has no operator")
 	}
@@ -217,6 +256,19 @@ func describeEnum(values []json.RawMessage) string {
 		return fmt.Sprintf("enum of %d values", len(values))
 	}
 	return "enum [" + strings.Join(parts, ",") + "]"
+}
+
+// shellOps adds the operators that read a shell command line.
+func (c *condition) shellOps(d ConditionDoc, effect api.Effect, desc []string) []string {
+	if d.Command != nil {
+		c.ops = append(c.ops, commandOp{prefixes: newPrefixes(d.Command), effect: effect})
+		desc = append(desc, fmt.Sprintf("command %s", describePrefixes(d.Command)))
+	}
+	if d.ArgumentUnder != nil {
+		c.ops = append(c.ops, argumentUnderOp{dirs: d.ArgumentUnder, effect: effect})
+		desc = append(desc, fmt.Sprintf("argument_under [%s]", strings.Join(d.ArgumentUnder, " | ")))
+	}
+	return desc
 }
 
 func describePrefixes(prefixes [][]string) string {

@@ -1,9 +1,11 @@
 package policy
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 
 	"github.com/toolgate/toolgate/api"
 )
@@ -13,7 +15,9 @@ import (
 // and where it runs. It is immutable and safe for concurrent use.
 type Session struct {
 	Policy    *Policy
-	Cwd, Home string
+	Cwd, Home string // the session's project and home
+	// callCwd is where the call being decided runs, when not in Cwd (In).
+	callCwd string
 	// Guard is checked before anything else; nil guards nothing (policy
 	// test on its own).
 	Guard *Guard
@@ -40,6 +44,22 @@ func NewSession(p *Policy, tools []api.ToolInfo, cwd, home string) *Session {
 	return s
 }
 
+// In is the session deciding a call that runs in cwd (an absolute path;
+// anything else keeps the session's own directory).
+func (s *Session) In(cwd string) *Session {
+	if !path.IsAbs(cwd) || cwd == s.Cwd {
+		return s
+	}
+	c := *s
+	c.callCwd = path.Clean(cwd)
+	return &c
+}
+
+// call is the policy's view of a call of this session.
+func (s *Session) call(tool string, input []byte) Call {
+	return Call{Tool: tool, Input: input, Cwd: cmp.Or(s.callCwd, s.Cwd), Home: s.Home, Project: s.Cwd}
+}
+
 // compileEach compiles the schemas, keeping every one that compiles.
 func compileEach(schemas map[string]json.RawMessage) *SchemaSet {
 	set, err := CompileSchemas(schemas)
@@ -64,7 +84,7 @@ func compileEach(schemas map[string]json.RawMessage) *SchemaSet {
 // schema_invalid; then the rules decide. It is pure: the same session and
 // call always get the same verdict.
 func (s *Session) Evaluate(tool string, input []byte) api.Verdict {
-	if rule, _, denied := s.Guard.check(Call{Tool: tool, Input: input, Cwd: s.Cwd, Home: s.Home}); denied {
+	if rule, _, denied := s.Guard.check(s.call(tool, input)); denied {
 		// The model is not told which of the gate's paths it named.
 		v := api.Verdict{Effect: api.EffectDeny, RuleID: rule, ReasonCode: api.ReasonToolgateGuard, Source: api.SourceGuard}
 		v.Message = api.DenyMessage(v, "")
@@ -78,7 +98,7 @@ func (s *Session) Evaluate(tool string, input []byte) api.Verdict {
 		v.Message = api.DenyMessage(v, se.Detail())
 		return v
 	}
-	return s.Policy.Decide(Call{Tool: tool, Input: input, Cwd: s.Cwd, Home: s.Home})
+	return s.Policy.Decide(s.call(tool, input))
 }
 
 // SchemaError is the first failure of the input against the tool's
@@ -103,7 +123,7 @@ func (e *SchemaError) Detail() string {
 // Explain decides like Evaluate and says why: the guard's rules first,
 // then every rule of the policy in evaluation order.
 func (s *Session) Explain(tool string, input []byte) (api.Verdict, []Trace) {
-	c := Call{Tool: tool, Input: input, Cwd: s.Cwd, Home: s.Home}
+	c := s.call(tool, input)
 	rule, why, denied := s.Guard.check(c)
 	var traces []Trace
 	if s.Guard != nil {

@@ -32,7 +32,7 @@ func TestSessionEvaluate(t *testing.T) {
 	}{
 		{"mcp__gh__sign", `{}`, api.EffectDeny, api.ReasonRequiresUser, api.SourceDowngrade, "interactive"},
 		{"mcp__gh__pr", `{"base":7}`, api.EffectDeny, api.ReasonSchemaInvalid, api.SourceSchema, "/base: "},
-		{"mcp__gh__pr", `{"title":"x"}`, api.EffectDeny, api.ReasonSchemaInvalid, api.SourceSchema, "the input: "},
+		{"mcp__gh__pr", `{"title":"x"}`, api.EffectDeny, api.ReasonSchemaInvalid, api.SourceSchema, "schema. The input: "},
 		{"mcp__gh__pr", `{"base":"main"}`, api.EffectAsk, "review", api.SourcePolicy, ""},
 		{"mcp__gh__issue", `{}`, api.EffectDeny, api.ReasonSchemaInvalid, api.SourceSchema, "title"},
 		{"mcp__gh__broken", `{}`, api.EffectDeny, api.ReasonDefault, api.SourcePolicy, "default is to deny"},
@@ -49,5 +49,34 @@ func TestSessionEvaluate(t *testing.T) {
 	}
 	if v := s.Evaluate("mcp__gh__pr", []byte(`{"base":"main"}`)); time.Duration(v.ApprovalTimeout) != 2*time.Minute {
 		t.Errorf("the rule's approval_timeout: %v", v.ApprovalTimeout)
+	}
+}
+
+// A call runs where Claude Code says it does (its Bash tool keeps a cd):
+// the paths of its input resolve there, the rules' paths against the
+// session's project.
+func TestSessionIn(t *testing.T) {
+	p := mustParse(t, `{"version":4,"default":"allow","rules":[
+		{"id":"deny-env","effect":"deny","tool":"Bash","input":{"command":{"argument_under":[".env"]}},"reason_code":"secret_file"},
+		{"id":"deny-read","effect":"deny","tool":"Read","input":{"file_path":{"path_under":"secrets"}},"reason_code":"secret_file"},
+		{"id":"ask-deploy","effect":"ask","tool":"Bash","input":{"command":{"command":[["./deploy.sh"]]}},"reason_code":"deploy"}]}`)
+	s := NewSession(p, nil, "/project", "/home/user")
+	tests := []struct {
+		cwd, tool, input string
+		effect           api.Effect
+	}{
+		{"/project/sub", "Bash", `{"command":"cat ../.env"}`, api.EffectDeny},
+		{"/project/sub", "Bash", `{"command":"cat .env"}`, api.EffectAllow}, // /project/sub/.env
+		{"/project", "Bash", `{"command":"cat .env"}`, api.EffectDeny},
+		{"/project/sub", "Read", `{"file_path":"../secrets/key"}`, api.EffectDeny},
+		{"/project/sub", "Read", `{"file_path":"secrets/key"}`, api.EffectAllow},
+		{"/project/sub", "Bash", `{"command":"../deploy.sh"}`, api.EffectAsk},
+		{"/project/sub", "Bash", `{"command":"./deploy.sh"}`, api.EffectAllow}, // another script
+		{"", "Bash", `{"command":"cat .env"}`, api.EffectDeny},                 // the session's own
+	}
+	for _, tt := range tests {
+		if v := s.In(tt.cwd).Evaluate(tt.tool, []byte(tt.input)); v.Effect != tt.effect {
+			t.Errorf("in %q: %s %s: %+v, want %s", tt.cwd, tt.tool, tt.input, v, tt.effect)
+		}
 	}
 }

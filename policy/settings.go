@@ -82,6 +82,8 @@ func project(r RuleDoc) ([]string, string) {
 
 func projectBash(c ConditionDoc) ([]string, string) {
 	switch {
+	case c.ArgumentUnder != nil:
+		return nil, "Claude Code's Bash() rules cannot look at a command's arguments as paths"
 	case c.Command != nil && c.Const == nil && c.Enum == nil && c.Prefix == nil && c.Pattern == nil && c.PathUnder == nil:
 		var out []string
 		for _, argv := range c.Command {
@@ -105,6 +107,8 @@ func projectBash(c ConditionDoc) ([]string, string) {
 
 func projectPath(tool string, c ConditionDoc) ([]string, string) {
 	switch {
+	case c.ArgumentUnder != nil:
+		return nil, "argument_under applies to shell command lines"
 	case c.PathUnder != nil && c.Const == nil && c.Enum == nil && c.Prefix == nil && c.Pattern == nil && c.Command == nil:
 		dir := settingsPath(*c.PathUnder)
 		return []string{tool + "(" + strings.TrimSuffix(dir, "/") + "/**)"}, ""

@@ -1,177 +1,252 @@
 package policy
 
 import (
-	"path"
 	"slices"
 	"strings"
 )
 
-// wrapper describes a command that runs another command given as its
-// arguments. The deny/ask matcher looks through these; the list is the
-// documented set (README, "command" condition).
+// wrapper describes a program that runs another program given as its
+// arguments (sudo rm x). The deny and ask side look through it to the
+// program it runs; the allow side requires that program to be allowed too.
+// The table is the documented set (README, "Commands").
 type wrapper struct {
 	valueOpts  string   // short options that take a value: "u" for sudo -u USER
 	longValue  []string // long options that take the next word as value
 	positional int      // operands before the command (timeout's DURATION)
-	assigns    bool     // NAME=value words may precede the command (env)
+	assigns    bool     // NAME=value words may precede the command (env, sudo)
+	// unknownOpts make what runs unknown: env -S splits a string, sudo -s
+	// hands the command to a shell.
+	unknownOpts []string
+	noCommand   []string // options after which nothing runs (command -v)
+	chdirOpts   []string // options whose value is the command's directory
+	rootOpts    []string // options that change the root directory (chroot-like)
+	// optsAfterOperands: options may follow the operands (flock FILE -c);
+	// for every other wrapper the command starts right after them.
+	optsAfterOperands bool
+	// shellIfEmpty: with no command it starts a shell reading standard input.
+	shellIfEmpty bool
+	stdinArgs    bool // the command gets more arguments from standard input (xargs)
 }
+
+var sudoLong = []string{"--chdir", "--close-from", "--group", "--host", "--other-user", "--prompt",
+	"--role", "--type", "--user", "--chroot", "--command-timeout"}
 
 var wrappers = map[string]wrapper{
 	"builtin": {},
-	"command": {},
+	"command": {noCommand: []string{"-v", "-V"}},
 	"exec":    {valueOpts: "a"},
 	"nohup":   {},
 	"setsid":  {},
-	"time":    {},
-	"sudo": {valueOpts: "CDghprtUu", longValue: []string{"--chdir", "--close-from", "--group",
-		"--host", "--other-user", "--prompt", "--role", "--type", "--user", "--chroot"}},
-	"doas":    {valueOpts: "Cu"},
-	"env":     {valueOpts: "CSu", longValue: []string{"--chdir", "--unset", "--split-string"}, assigns: true},
+	"time":    {valueOpts: "fo", longValue: []string{"--format", "--output"}},
+	"sudo": {valueOpts: "CDghprRtTUu", longValue: sudoLong, assigns: true,
+		unknownOpts: []string{"-s", "-i", "--shell", "--login"},
+		noCommand:   []string{"-l", "--list", "-v", "--validate", "-e", "--edit", "-K", "-V", "--version"},
+		chdirOpts:   []string{"-D", "--chdir"}, rootOpts: []string{"-R", "--chroot"}},
+	"doas": {valueOpts: "Cu", unknownOpts: []string{"-s"}},
+	"env": {valueOpts: "CSu", longValue: []string{"--chdir", "--unset", "--split-string"}, assigns: true,
+		unknownOpts: []string{"-S", "--split-string"}, chdirOpts: []string{"-C", "--chdir"}},
 	"nice":    {valueOpts: "n", longValue: []string{"--adjustment"}},
-	"ionice":  {valueOpts: "cnp", longValue: []string{"--class", "--classdata", "--pid"}},
+	"ionice":  {valueOpts: "cnpPu", longValue: []string{"--class", "--classdata", "--pid", "--pgid", "--uid"}},
 	"timeout": {valueOpts: "ks", longValue: []string{"--kill-after", "--signal"}, positional: 1},
 	"stdbuf":  {valueOpts: "eio", longValue: []string{"--input", "--output", "--error"}},
-	"xargs": {valueOpts: "adEeIiLlnPs", longValue: []string{"--arg-file", "--delimiter", "--eof",
-		"--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}},
-	"chrt":    {positional: 1},
-	"taskset": {positional: 1},
-	"flock":   {valueOpts: "wEc", longValue: []string{"--timeout", "--conflict-exit-code"}, positional: 1},
+	"xargs": {valueOpts: "adEILnPs", longValue: []string{"--arg-file", "--delimiter", "--max-args",
+		"--max-procs", "--max-chars", "--process-slot-var"}, stdinArgs: true},
+	"chrt":    {valueOpts: "TPD", longValue: []string{"--sched-runtime", "--sched-period", "--sched-deadline"}, positional: 1},
+	"taskset": {positional: 1, noCommand: []string{"-p", "--pid"}},
+	"flock": {valueOpts: "wE", longValue: []string{"--timeout", "--conflict-exit-code"}, positional: 1,
+		unknownOpts: []string{"-c", "--command"}, optsAfterOperands: true},
+	"setpriv": {longValue: []string{"--reuid", "--regid", "--ruid", "--euid", "--rgid", "--egid", "--groups",
+		"--inh-caps", "--ambient-caps", "--bounding-set", "--securebits", "--pdeathsig", "--selinux-label",
+		"--apparmor-profile", "--landlock-access", "--landlock-rule", "--seccomp-filter"},
+		noCommand: []string{"-d", "--dump"}},
+	"unshare": {valueOpts: "SGRw", longValue: []string{"--setuid", "--setgid", "--root", "--wd", "--propagation",
+		"--setgroups", "--map-user", "--map-group", "--map-users", "--map-groups"},
+		shellIfEmpty: true, chdirOpts: []string{"-w", "--wd"}, rootOpts: []string{"-R", "--root"}},
+	"chroot": {longValue: []string{"--userspec", "--groups"}, positional: 1, shellIfEmpty: true},
+	"nsenter": {valueOpts: "tSG", longValue: []string{"--target", "--setuid", "--setgid"}, shellIfEmpty: true,
+		rootOpts: []string{"-r", "--root"}},
+	"systemd-run": {valueOpts: "upEHM", longValue: []string{"--unit", "--property", "--description", "--slice",
+		"--setenv", "--uid", "--gid", "--nice", "--working-directory", "--host", "--machine", "--on-active",
+		"--on-boot", "--on-startup", "--on-unit-active", "--on-unit-inactive", "--on-calendar",
+		"--timer-property", "--path-property", "--socket-property", "--service-type"},
+		unknownOpts: []string{"-S", "--shell"}, shellIfEmpty: true, chdirOpts: []string{"--working-directory"}},
+	"strace": {valueOpts: "abeEIoOpPsSuUX", longValue: []string{"--trace", "--signal", "--status", "--output",
+		"--detach-on", "--user", "--env", "--attach", "--trace-path", "--string-limit", "--summary-sort-by",
+		"--columns", "--const-print-style", "--inject", "--fault"}},
+	"ltrace":  {valueOpts: "aADeFlnopsuwx", longValue: []string{"--output", "--library"}},
+	"busybox": {},
+	"toybox":  {},
+	"pkexec":  {longValue: []string{"--user"}},
 }
 
-// shells run the script given to -c.
-var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "ash": true, "mksh": true}
+// runuser runs a command as a user with -u USER, like a wrapper; without
+// it, it behaves like su and hands its arguments to a shell.
+var runuserWrapper = wrapper{valueOpts: "ugGw", longValue: []string{"--user", "--group", "--supp-group",
+	"--whitelist-environment"}, unknownOpts: []string{"-c", "--command", "--session-command", "-s", "--shell"}}
 
-// candidates returns the argv forms a deny or ask rule is matched against:
-// the command as written with its program's directory removed (/bin/rm is
-// rm), then the same after removing each wrapper in turn (sudo -u x rm is rm).
-func (c simpleCommand) candidates() [][]word {
-	if len(c.argv) == 0 {
-		return nil
-	}
-	argv := baseName(c.argv)
-	out := [][]word{argv}
-	for range maxNesting {
-		w, ok := wrappers[argv[0].s]
-		if !argv[0].known || !ok {
-			break
-		}
-		argv = baseName(w.strip(argv[1:]))
-		if len(argv) == 0 {
-			break
-		}
-		out = append(out, argv)
-	}
+// stripped is what a wrapper runs, under one reading of its arguments.
+type stripped struct {
+	argv    []word
+	unknown string // what runs is unknown, and why
+	chdir   []word // directories the command runs in (env -C DIR)
+	root    bool   // the command runs under another root directory
+}
+
+// strip returns what a wrapper runs. Where the matcher cannot tell (an
+// option it does not know may take a value; a word only known at run time
+// may hold options or be the command) it returns every reading.
+func (w wrapper) strip(name string, args []word) []stripped {
+	var out []stripped
+	w.readings(name, args, stripped{}, 0, &out)
 	return out
 }
 
-func baseName(argv []word) []word {
-	if len(argv) == 0 || !argv[0].known || !strings.Contains(argv[0].s, "/") {
-		return argv
-	}
-	out := append([]word{{path.Base(argv[0].s), true}}, argv[1:]...)
-	return out
-}
-
-// strip removes the wrapper's options and operands. An unknown word in
-// option position is skipped as if it were an option.
-func (w wrapper) strip(args []word) []word {
-	for len(args) > 0 {
+func (w wrapper) readings(name string, args []word, r stripped, seen int, out *[]stripped) {
+	for len(args) > 0 && len(*out) < maxCandidates {
 		a := args[0]
 		switch {
-		case a.known && a.s == "--":
-			args = args[1:]
-			return w.operands(args)
+		case seen > 0 && seen == w.positional && !w.optsAfterOperands:
+			*out = append(*out, w.command(args, r, seen)) // options end with the operands
+			return
 		case !a.known:
+			// Either the command itself, or options: both readings.
+			*out = append(*out, w.command(args, r, seen))
 			args = args[1:]
-		case strings.HasPrefix(a.s, "--"):
-			args = args[1:]
-			if !strings.Contains(a.s, "=") && slices.Contains(w.longValue, a.s) && len(args) > 0 {
+		case a.s == "--":
+			*out = append(*out, w.command(args[1:], r, seen))
+			return
+		case len(a.s) > 1 && a.s[0] == '-' || name == "env" && a.s == "-":
+			var alt []word
+			var stop bool
+			if args, alt, stop = w.option(name, args, &r, out); stop {
+				return
+			}
+			if alt != nil {
+				w.readings(name, alt, r, seen, out) // the option took a value
+			}
+		case w.assigns && strings.Contains(a.s, "=") && isName(optName(a.s)):
+			for len(args) > 0 && args[0].known && strings.Contains(args[0].s, "=") && isName(optName(args[0].s)) {
 				args = args[1:]
 			}
-		case strings.HasPrefix(a.s, "-") && len(a.s) > 1:
-			args = args[1:]
-			last := a.s[len(a.s)-1:]
-			if strings.Contains(w.valueOpts, last) && len(args) > 0 {
-				args = args[1:]
-			}
-		case w.assigns && strings.Contains(a.s, "=") && !strings.HasPrefix(a.s, "="):
-			args = args[1:]
+			*out = append(*out, w.command(args, r, w.positional)) // options end with the assignments
+			return
+		case seen < w.positional:
+			args, seen = args[1:], seen+1
 		default:
-			return w.operands(args)
+			*out = append(*out, w.command(args, r, seen))
+			return
 		}
+	}
+	if len(args) == 0 && w.shellIfEmpty && len(*out) == 0 {
+		r.unknown = name + " with no command starts a shell reading standard input"
+		*out = append(*out, r)
+	}
+}
+
+// option consumes one option word (and its value). stop: nothing more to
+// read (the command is unknown, or there is none); alt: the rest under the
+// reading where an option the table does not know took a value.
+func (w wrapper) option(name string, args []word, r *stripped, out *[]stripped) (rest, alt []word, stop bool) {
+	a := args[0]
+	switch {
+	case slices.Contains(w.unknownOpts, optName(a.s)) || w.unknownShort(a.s):
+		r.unknown = name + " " + a.s + " hands the command to a shell or splits it: the matcher cannot see it"
+		*out = append(*out, *r)
+		return nil, nil, true
+	case slices.Contains(w.noCommand, optName(a.s)):
+		return nil, nil, true
+	case strings.HasPrefix(a.s, "--"):
+		rest, alt = w.longOpt(args, r)
+		return rest, alt, false
+	case a.s == "-":
+		return args[1:], nil, false // env -: env -i
+	}
+	return w.shortOpt(args, r), nil, false
+}
+
+// command is the reading where args[0] starts the command.
+func (w wrapper) command(args []word, r stripped, seen int) stripped {
+	if seen < w.positional {
+		if len(args) <= w.positional-seen {
+			return r
+		}
+		args = args[w.positional-seen:]
+	}
+	r.argv = args
+	return r
+}
+
+// longOpt consumes --name[=value]. An option the table does not know may
+// take the next word as its value: next is that second reading.
+func (w wrapper) longOpt(args []word, r *stripped) (rest, next []word) {
+	a := args[0]
+	name, value, eq := strings.Cut(a.s, "=")
+	args = args[1:]
+	takes := slices.Contains(w.longValue, name)
+	if !eq && takes && len(args) > 0 {
+		w.note(name, args[0], r)
+		return args[1:], nil
+	}
+	if eq {
+		w.note(name, literalWord(value), r)
+	}
+	if !eq && !takes && len(args) > 1 {
+		return args, args[1:]
+	}
+	return args, nil
+}
+
+// shortOpt consumes a cluster such as -u root or -n10.
+func (w wrapper) shortOpt(args []word, r *stripped) []word {
+	a := args[0]
+	args = args[1:]
+	for i := 1; i < len(a.s); i++ {
+		if strings.IndexByte(w.valueOpts, a.s[i]) < 0 {
+			continue
+		}
+		opt := "-" + a.s[i:i+1]
+		if i+1 < len(a.s) {
+			w.note(opt, literalWord(a.s[i+1:]), r)
+			return args
+		}
+		if len(args) > 0 {
+			w.note(opt, args[0], r)
+			return args[1:]
+		}
+		return args
 	}
 	return args
 }
 
-func (w wrapper) operands(args []word) []word {
-	if len(args) < w.positional {
-		return nil
+// note records what an option with a value means for paths.
+func (w wrapper) note(opt string, value word, r *stripped) {
+	if slices.Contains(w.chdirOpts, opt) {
+		r.chdir = append(r.chdir, value)
 	}
-	return args[w.positional:]
+	if slices.Contains(w.rootOpts, opt) {
+		r.root = true
+	}
 }
 
-// nestedScript finds the script of "bash -c SCRIPT" (also -lc, -ec ...) or
-// "eval WORDS". ok is false when argv is neither.
-func nestedScript(argv []word) (script word, ok bool) {
-	if len(argv) == 0 || !argv[0].known {
-		return word{}, false
+// unknownShort reports whether a short option cluster holds an option that
+// makes the command unknown (env -iS).
+func (w wrapper) unknownShort(s string) bool {
+	if !strings.HasPrefix(s, "-") || strings.HasPrefix(s, "--") {
+		return false
 	}
-	if argv[0].s == "eval" {
-		var parts []string
-		for _, a := range argv[1:] {
-			if !a.known {
-				return word{}, true
+	for _, u := range w.unknownOpts {
+		if len(u) == 2 && u[0] == '-' && u[1] != '-' && strings.IndexByte(s[1:], u[1]) >= 0 {
+			// The letter counts only before a letter that takes a value.
+			if i := strings.IndexByte(s[1:], u[1]); strings.IndexAny(s[1:1+i], w.valueOpts) < 0 {
+				return true
 			}
-			parts = append(parts, a.s)
-		}
-		return word{strings.Join(parts, " "), true}, true
-	}
-	if !shells[argv[0].s] {
-		return word{}, false
-	}
-	for i := 1; i < len(argv); i++ {
-		a := argv[i]
-		switch {
-		case !a.known:
-			return word{}, true
-		case a.s == "-o" || a.s == "+o":
-			i++ // set -o NAME
-		case strings.HasPrefix(a.s, "--"):
-			// --login, --norc ...
-		case strings.HasPrefix(a.s, "-") || strings.HasPrefix(a.s, "+"):
-			if strings.Contains(a.s[1:], "c") {
-				if i+1 < len(argv) {
-					return argv[i+1], true
-				}
-				return word{}, true
-			}
-		default:
-			return word{}, false // a script file: nothing to look into
 		}
 	}
-	return word{}, false
+	return false
 }
 
-// findExec returns the command of "find ... -exec CMD ... ;" (also -execdir,
-// -ok, -okdir).
-func findExec(argv []word) []word {
-	if len(argv) == 0 || argv[0].s != "find" {
-		return nil
-	}
-	for i, a := range argv {
-		switch a.s {
-		case "-exec", "-execdir", "-ok", "-okdir":
-			inner := argv[i+1:]
-			for j, b := range inner {
-				if b.s == ";" || b.s == "+" {
-					inner = inner[:j]
-					break
-				}
-			}
-			if len(inner) > 0 {
-				return inner
-			}
-		}
-	}
-	return nil
+// optName is an option without its =value.
+func optName(s string) string {
+	name, _, _ := strings.Cut(s, "=")
+	return name
 }

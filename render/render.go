@@ -1,9 +1,12 @@
 // Package render is how a tool call reads for a person: one line for a
-// list (Summary), or a few readable lines for a decision (Lines): a Bash
-// command as the command, an Edit as a diff, long values folded. Tool
-// input comes from the model, so nothing it holds reaches a terminal as a
-// control sequence. It must not import the daemon, the ledger or the
-// policy engine.
+// list (Summary), or readable lines for a decision (All, and Window to
+// show part of them): a Bash command as the command, an Edit as a diff.
+// What a person approves is what runs, so tool input (which comes from the
+// model) never reaches a terminal as a control sequence, and what a
+// terminal would not show (bidi overrides, zero-width characters) is
+// shown by name; long lines wrap, never cut, and a window says what lies
+// beyond it. It must not import the daemon, the ledger or the policy
+// engine.
 package render
 
 import (
@@ -12,16 +15,24 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/tidwall/gjson"
 )
 
-// Lines shows a tool input for a person, in lines at most width wide and
-// at most maxLines long (a folded tail says how much was left out): a Bash
-// command as the command, an Edit as a diff, a Write as its content, other
-// tools as their fields.
+// Lines shows a tool input for a person in lines at most width wide and
+// at most maxLines long: All's first lines, and a last one saying how many
+// more there are.
 func Lines(tool string, input []byte, width, maxLines int) []string {
+	return Window(All(tool, input, width), 0, maxLines, "")
+}
+
+// All shows a whole tool input for a person, in lines at most width wide
+// (a longer one wraps, its continuations marked ↪): a Bash command as the
+// command, an Edit as a diff, a Write as its content, other tools as their
+// fields.
+func All(tool string, input []byte, width int) []string {
 	in := gjson.ParseBytes(input)
 	var lines []string
 	switch tool {
@@ -43,7 +54,50 @@ func Lines(tool string, input []byte, width, maxLines int) []string {
 	default:
 		lines = fields(in)
 	}
-	return fold(lines, width, maxLines)
+	return wrap(lines, width)
+}
+
+// Window is lines[top:top+n], marked where lines are left out above or
+// below, saying how many and, with how, how to see them: nothing of what
+// is approved is hidden without a word.
+func Window(lines []string, top, n int, how string) []string {
+	if n < 1 {
+		n = 1
+	}
+	top = max(0, min(top, len(lines)-n))
+	if len(lines) <= n {
+		return lines
+	}
+	out := make([]string, 0, n)
+	first, last := top, top+n
+	if top > 0 {
+		first++
+	}
+	if last < len(lines) {
+		last--
+	}
+	if top > 0 {
+		out = append(out, fmt.Sprintf("… %d %s above%s", first, noun(first), suffix(how)))
+	}
+	out = append(out, lines[first:last]...)
+	if last < len(lines) {
+		out = append(out, fmt.Sprintf("… %d more %s%s", len(lines)-last, noun(len(lines)-last), suffix(how)))
+	}
+	return out
+}
+
+func noun(n int) string {
+	if n == 1 {
+		return "line"
+	}
+	return "lines"
+}
+
+func suffix(how string) string {
+	if how == "" {
+		return ""
+	}
+	return " (" + how + ")"
 }
 
 // prefixed splits text into lines, each with prefix.
@@ -116,30 +170,57 @@ func fields(in gjson.Result) []string {
 	return out
 }
 
-// fold cuts lines to width (marking the cut) and to maxLines (saying how
-// many were left out). Control characters are shown, never sent to the
-// terminal: tool input comes from the model.
-func fold(lines []string, width, maxLines int) []string {
-	out := make([]string, 0, min(len(lines), maxLines))
-	for i, l := range lines {
-		if i == maxLines-1 && len(lines) > maxLines {
-			out = append(out, fmt.Sprintf("… %d more lines", len(lines)-i))
-			break
+// wrap breaks the lines longer than width (a continuation starts with
+// "↪ "), and makes them printable.
+func wrap(lines []string, width int) []string {
+	width = max(width, 8)
+	var out []string
+	for _, l := range lines {
+		l = printable(l)
+		if ansi.StringWidth(l) <= width {
+			out = append(out, l)
+			continue
 		}
-		out = append(out, ansi.Truncate(printable(l), width, "…"))
+		head := ansi.Cut(l, 0, width)
+		out = append(out, head)
+		rest := strings.Split(ansi.Hardwrap(ansi.Cut(l, width, ansi.StringWidth(l)), width-2, true), "\n")
+		for _, r := range rest {
+			out = append(out, "↪ "+r)
+		}
 	}
 	return out
 }
 
-// printable replaces what would move the cursor or colour the screen.
+// printable replaces what would move the cursor or colour the screen, and
+// names what a terminal would not show at all: a bidi override
+// (U+202E) that makes "txt.exe" read "exe.txt", a zero-width space
+// (U+200B) that makes two commands look alike. A person approves what they
+// read, so it must be what runs.
 func printable(s string) string {
-	return strings.Map(func(r rune) rune {
+	var b strings.Builder
+	for _, r := range s {
 		switch {
 		case r == '\t':
-			return ' '
+			b.WriteRune(' ')
 		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			return '�'
+			b.WriteRune('�')
+		case invisible(r):
+			fmt.Fprintf(&b, "⟨U+%04X⟩", r)
+		default:
+			b.WriteRune(r)
 		}
-		return r
-	}, s)
+	}
+	return b.String()
+}
+
+// Printable is s as printable shows it, for text from the model that is
+// printed whole (toolgate show).
+func Printable(s string) string { return printable(s) }
+
+// invisible reports whether r changes how text reads without being seen:
+// format characters (bidi controls, zero-width spaces and joiners, the
+// byte order mark, soft hyphens), line and paragraph separators, and
+// variation selectors.
+func invisible(r rune) bool {
+	return unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Variation_Selector) || r == '\u115f' || r == '\u1160' || r == '\u3164'
 }

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -24,11 +25,14 @@ func TestLines(t *testing.T) {
 			[]string{"write f", "│ 1", "│ 2", "… 3 more lines"}},
 		{"other tools: fields", "mcp__gh__create_pull_request", `{"title":"T","base":"main","draft":false,"labels":["a","b"]}`, 80, 10,
 			[]string{"base: main", "draft: false", "labels: [\"a\",\"b\"]", "title: T"}},
-		{"a long value is cut at the width", "Bash", `{"command":"` + long + `"}`, 20, 10,
-			[]string{"$ " + strings.Repeat("x", 17) + "…"}},
+		{"a long value wraps at the width, never cut", "Bash", `{"command":"` + long[:50] + `"}`, 20, 10,
+			[]string{"$ " + strings.Repeat("x", 18), "↪ " + strings.Repeat("x", 18), "↪ " + strings.Repeat("x", 14)}},
 		// Tool input comes from the model: no escape sequence reaches the terminal.
 		{"control characters", "Bash", `{"command":"echo ok\u001b[8m rm -rf ~\u001b[0m"}`, 80, 10,
 			[]string{"$ echo ok�[8m rm -rf ~�[0m"}},
+		// What a terminal would not show is named: what is read is what runs.
+		{"bidi override and zero-width space", "Bash", `{"command":"cat notes\u202etxt.sh; r\u200bm -rf x"}`, 80, 10,
+			[]string{"$ cat notes⟨U+202E⟩txt.sh; r⟨U+200B⟩m -rf x"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,6 +41,24 @@ func TestLines(t *testing.T) {
 				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
 		})
+	}
+}
+
+func TestClipped(t *testing.T) {
+	for _, tt := range []struct {
+		tool, input string
+		want        bool
+	}{
+		{"Bash", `{"command":"git push","description":"a long description is not what runs"}`, false},
+		{"Bash", `{"command":"` + strings.Repeat("y", 61) + `"}`, true},
+		{"Bash", `{"command":"echo 1\necho 2"}`, true},
+		{"Read", `{"file_path":"/etc/passwd"}`, false},
+		{"Write", `{"file_path":"f","content":"x"}`, true},
+		{"mcp__x__y", `{"a":1}`, false},
+	} {
+		if got := Clipped(tt.tool, []byte(tt.input), 60); got != tt.want {
+			t.Errorf("Clipped(%s %s) = %v", tt.tool, tt.input, got)
+		}
 	}
 }
 
@@ -50,10 +72,47 @@ func TestSummary(t *testing.T) {
 		{"Read", `{"file_path":"/etc/passwd"}`, 60, "/etc/passwd"},
 		{"mcp__x__y", `{"a": 1}`, 60, `{"a":1}`},
 		{"Bash", `{"command":"ls \u001b]0;pwned\u0007"}`, 60, "ls �]0;pwned�"},
-		{"Bash", `{"command":"` + strings.Repeat("y", 50) + `"}`, 10, strings.Repeat("y", 9) + "…"},
+		{"Bash", `{"command":"` + strings.Repeat("y", 50) + `"}`, 10, "yyyy…yyyyy"}, // the head and the tail
+		{"Bash", `{"command":"git push\u2066 --force\u2069 \ufeff"}`, 80, "git push⟨U+2066⟩ --force⟨U+2069⟩ ⟨U+FEFF⟩"},
 	} {
 		if got := Summary(tt.tool, []byte(tt.input), tt.n); got != tt.want {
 			t.Errorf("Summary(%s, %d) = %q, want %q", tt.input, tt.n, got, tt.want)
 		}
+	}
+}
+
+// A window over a long input says how much lies above and below it, and
+// how to see it: scrolling through every line shows the whole input.
+func TestWindow(t *testing.T) {
+	var lines []string
+	for i := 1; i <= 60; i++ {
+		lines = append(lines, fmt.Sprintf("$ step %d", i))
+	}
+	lines = append(lines, "$ rm -rf ~ # the tail")
+	got := Window(lines, 0, 10, "PgDn")
+	if len(got) != 10 || got[9] != "… 52 more lines (PgDn)" || got[0] != "$ step 1" {
+		t.Errorf("the top: %q", got)
+	}
+	got = Window(lines, 100, 10, "PgUp")
+	if len(got) != 10 || got[0] != "… 52 lines above (PgUp)" || got[9] != "$ rm -rf ~ # the tail" {
+		t.Errorf("the bottom: %q", got)
+	}
+	got = Window(lines, 20, 10, "")
+	if got[0] != "… 21 lines above" || got[1] != "$ step 22" || got[9] != "… 32 more lines" {
+		t.Errorf("the middle: %q", got)
+	}
+	seen := map[string]bool{}
+	for top := 0; top < len(lines); top += 8 { // what the screen's PgDn does
+		for _, l := range Window(lines, top, 10, "") {
+			seen[l] = true
+		}
+	}
+	for _, l := range lines {
+		if !seen[l] {
+			t.Errorf("scrolling never shows %q", l)
+		}
+	}
+	if got := Window(lines[:3], 0, 10, "x"); len(got) != 3 {
+		t.Errorf("a short input: %q", got)
 	}
 }

@@ -10,7 +10,8 @@ import (
 
 // Summary shows a tool input on one line for a person: a Bash command as
 // the command, a file tool as its path, anything else as compact JSON; at
-// most n characters, control characters replaced.
+// most n characters, control characters replaced. A longer one keeps its
+// head and its tail, where what a command does at last would hide.
 func Summary(tool string, input []byte, n int) string {
 	var s string
 	switch {
@@ -27,8 +28,26 @@ func Summary(tool string, input []byte, n int) string {
 		}
 	}
 	s = printable(strings.Join(strings.Fields(s), " "))
-	if len([]rune(s)) > n {
-		s = string([]rune(s)[:n-1]) + "…"
+	if r := []rune(s); len(r) > n {
+		head := (n - 1) / 2
+		s = string(r[:head]) + "…" + string(r[len(r)-(n-1-head):])
 	}
 	return s
+}
+
+// Clipped reports whether Summary(tool, input, n) leaves part of what
+// would run out: cut at n, a Bash script of several lines (Summary joins
+// them), or a file tool's content (Summary shows only its path). Then a
+// person must be told where to read it whole.
+func Clipped(tool string, input []byte, n int) bool {
+	in := gjson.ParseBytes(input)
+	switch {
+	case len([]rune(Summary(tool, input, 1<<30))) > n:
+		return true
+	case tool == "Bash":
+		return strings.Contains(strings.TrimSpace(in.Get("command").String()), "\n")
+	case in.Get("file_path").Exists():
+		return len(in.Map()) > 1
+	}
+	return false
 }

@@ -107,14 +107,20 @@ type hookServer struct {
 
 // ServeHTTP answers one hook request: always 200, always a verdict.
 func (h *hookServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	v := api.Deny(api.ReasonGateUnavailable, api.SourceGate)
+	v, deferred := api.Deny(api.ReasonGateUnavailable, api.SourceGate), false
 	defer func() {
 		if p := recover(); p != nil {
 			h.r.log.Error("http hook: internal error", "panic", p)
-			v = api.Deny(api.ReasonGateUnavailable, api.SourceGate)
+			v, deferred = api.Deny(api.ReasonGateUnavailable, api.SourceGate), false
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
+		if deferred {
+			// --on-ask defer: the run ends on this call, as the hook
+			// binary's "defer" ends it.
+			w.Write(claudecode.Defer(v))
+			return
+		}
 		w.Write(claudecode.Answer(api.PreToolUse, v))
 	}()
 	raw, err := readHookBody(req)
@@ -126,7 +132,7 @@ func (h *hookServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		h.localDeny(raw, err)
 		return
 	}
-	v = h.decide(req.Context(), raw)
+	v, deferred = h.decide(req.Context(), raw)
 }
 
 // readHookBody reads the event, up to the hook's bound, and drains the
@@ -150,30 +156,31 @@ func readHookBody(req *http.Request) ([]byte, error) {
 const maxEvent = 8 << 20
 
 // decide asks the daemon for the verdict on one PreToolUse event, within
-// the deadline, restarting a daemon that is gone once.
-func (h *hookServer) decide(ctx context.Context, raw []byte) api.Verdict {
+// the deadline, restarting a daemon that is gone once; deferred says the
+// daemon defers the call (--on-ask defer).
+func (h *hookServer) decide(ctx context.Context, raw []byte) (v api.Verdict, deferred bool) {
 	ev := gjson.ParseBytes(raw)
 	if name := ev.Get("hook_event_name").Str; name != api.PreToolUse {
-		return h.localDeny(raw, fmt.Errorf("unexpected hook event %q", name))
+		return h.localDeny(raw, fmt.Errorf("unexpected hook event %q", name)), false
 	}
 	if p := ev.Get("transcript_path").Str; p != "" && h.transcript != nil {
 		h.transcript(p)
 	}
-	v := h.ask(ctx, raw)
+	v, deferred = h.ask(ctx, raw)
 	// What run answered, for the report: it checks the daemon's record
 	// against it, and holds it when the record cannot be had.
 	h.r.saw(api.PromptRequest{ToolUseID: ev.Get("tool_use_id").Str, ToolName: ev.Get("tool_name").Str,
 		Input: json.RawMessage(ev.Get("tool_input").Raw)}, v)
-	return v
+	return v, deferred
 }
 
 // ask is the daemon's verdict, or a local deny.
-func (h *hookServer) ask(ctx context.Context, raw []byte) api.Verdict {
+func (h *hookServer) ask(ctx context.Context, raw []byte) (api.Verdict, bool) {
 	if err := h.r.gate.Lost(); err != nil {
-		return h.localDeny(raw, err)
+		return h.localDeny(raw, err), false
 	}
 	if err := h.r.stopped(); err != nil {
-		return h.localDeny(raw, err)
+		return h.localDeny(raw, err), false
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.deadline)
 	defer cancel()
@@ -184,11 +191,11 @@ func (h *hookServer) ask(ctx context.Context, raw []byte) api.Verdict {
 	}
 	switch {
 	case err != nil:
-		return h.localDeny(raw, err)
+		return h.localDeny(raw, err), false
 	case resp.Verdict == nil:
-		return h.localDeny(raw, errors.New("the daemon gave no verdict"))
+		return h.localDeny(raw, errors.New("the daemon gave no verdict")), false
 	}
-	return *resp.Verdict
+	return *resp.Verdict, resp.Defer
 }
 
 // localDeny denies a call without the daemon, and records it in the spool

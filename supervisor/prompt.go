@@ -90,8 +90,18 @@ func (r *runner) announce(req api.PromptRequest, v api.Verdict) {
 	if v.ExpiresAt != nil {
 		left = "; expires in " + time.Until(*v.ExpiresAt).Round(time.Second).String()
 	}
-	fmt.Fprintf(r.cfg.Stderr, "toolgate: waiting for approval %s (%s: %s) — toolgate approve %s%s\n",
-		v.ApprovalID, req.ToolName, render.Summary(req.ToolName, req.Input, 60), v.ApprovalID, left)
+	how := "toolgate approve " + v.ApprovalID
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	if st, err := r.client.Status(ctx); err == nil && st.Fleet {
+		how = "toolgate approve " + v.ApprovalID + " --fleet DSN (an approver's), or toolgate web --fleet DSN"
+	}
+	cancel()
+	whole := ""
+	if render.Clipped(req.ToolName, req.Input, 60) {
+		whole = "; toolgate show " + v.ApprovalID + " shows it whole"
+	}
+	fmt.Fprintf(r.cfg.Stderr, "toolgate: waiting for approval %s (%s: %s) — %s%s%s\n",
+		v.ApprovalID, req.ToolName, render.Summary(req.ToolName, req.Input, 60), how, left, whole)
 }
 
 // spoolDeny records a call denied without the daemon, as the hook does.

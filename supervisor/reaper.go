@@ -18,44 +18,65 @@ func becomeSubreaper() error {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
-// children lists this process's children, except those in keep.
-func children(keep map[int]bool) []int {
+// descendants lists the processes descending from this one, except those
+// in keep and what descends from them; zombies are left out.
+func descendants(keep map[int]bool) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	self := os.Getpid()
-	var out []int
+	kids := map[int][]int{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || keep[pid] {
+		if err != nil {
 			continue
 		}
-		if ppid, ok := proc.Parent(pid); ok && ppid == self {
-			out = append(out, pid)
+		if ppid, ok := proc.Parent(pid); ok {
+			kids[ppid] = append(kids[ppid], pid)
 		}
+	}
+	var out []int
+	queue := []int{os.Getpid()}
+	for len(queue) > 0 {
+		for _, kid := range kids[queue[0]] {
+			if !keep[kid] && proc.Alive(kid) {
+				out = append(out, kid)
+				queue = append(queue, kid)
+			}
+		}
+		queue = queue[1:]
 	}
 	return out
 }
 
+// killRounds bounds endOrphans' SIGKILL rounds: each kills everything
+// left, whose children the subreaper then adopts; a process that forks
+// faster than that is still there after them.
+const killRounds = 200
+
 // endOrphans ends the processes the session left behind (adopted as a
-// subreaper), keeping the daemon: SIGTERM, a bounded wait, SIGKILL, and
-// reaps them.
+// subreaper), keeping the daemon: SIGTERM, a bounded wait, then SIGKILL to
+// every descendant, round after round until none is left (a process that
+// ignores SIGTERM may fork as it dies), and reaps them.
 func endOrphans(keep map[int]bool, grace time.Duration) {
-	pids := children(keep)
+	pids := descendants(keep)
 	for _, pid := range pids {
 		unix.Kill(pid, syscall.SIGTERM)
 	}
 	deadline := time.Now().Add(grace)
 	for len(pids) > 0 && time.Now().Before(deadline) {
 		reap()
-		pids = children(keep)
+		pids = descendants(keep)
 		time.Sleep(20 * time.Millisecond)
 	}
-	for _, pid := range pids {
-		unix.Kill(pid, syscall.SIGKILL)
+	for round := 0; len(pids) > 0 && round < killRounds; round++ {
+		for _, pid := range pids {
+			unix.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(5 * time.Millisecond)
+		reap()
+		pids = descendants(keep)
 	}
-	time.Sleep(20 * time.Millisecond)
 	reap()
 }
 

@@ -18,7 +18,12 @@ import (
 //     actor, approval and whether they ran; counts.
 //   - 2: 2026-12-02: each call is the audit's whole record of it (input,
 //     times, what the model saw), as toolgate audit --json lists it.
-const ReportSchemaVersion = 2
+//   - 3: 2026-12-03: an expired ask is an outcome of its own: counted
+//     under expired only, never in denied_by_reason, as the exit code
+//     (75, not 77) treats it; policy names the policy (it was empty).
+//   - 4: 2026-12-04: hook_transport: how the calls reached the gate, http
+//     (run's listener) or command (toolgate-hook).
+const ReportSchemaVersion = 4
 
 // Report is what toolgate run writes with --report: every call of the
 // session and what came of it.
@@ -36,34 +41,49 @@ type Report struct {
 	Containment contain.Level `json:"containment"`
 	// HookTransport is how the calls reached the gate: http (run's
 	// listener) or command (toolgate-hook).
-	HookTransport string `json:"hook_transport,omitempty"`
+	HookTransport string `json:"hook_transport"`
 	// AuditHead is the audit chain's head once the session's end was
 	// recorded: an export made later must hold this event with this hash
 	// (toolgate audit verify --anchor), so a report kept where the model
 	// cannot write anchors the chain.
 	AuditHead *api.ChainHead `json:"audit_head,omitempty"`
+	// Deferred is the call the run ended on for a person to decide
+	// (--on-ask defer): toolgate resume goes on once one did.
+	Deferred *DeferredCall `json:"deferred,omitempty"`
 	// GateLost says why the gate was lost during the session (replaced,
 	// or gone for good): then claude was stopped and the exit is 69.
 	GateLost string   `json:"gate_lost,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 }
 
+// DeferredCall is a call whose ask ended the run.
+type DeferredCall struct {
+	ToolUseID  string     `json:"tool_use_id"`
+	ApprovalID string     `json:"approval_id"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+}
+
 // ReportPolicy names the policy that decided.
 type ReportPolicy struct {
-	Path    string `json:"path"`
+	Path    string `json:"path"` // absolute
 	Version int    `json:"version"`
 	SHA256  string `json:"sha256"`
 }
 
-// Counts are the report's totals.
+// Counts are the report's totals. Every call has one outcome: allowed,
+// denied, expired (an ask nobody decided in time; its call carries effect
+// deny and reason_code approval_expired, but it is no denial: exit 75, a
+// retry may pass) or pending (asked, never answered: claude ended first).
+// So calls = allowed + denied + expired + pending.
 type Counts struct {
 	Calls    int            `json:"calls"`
 	Allowed  int            `json:"allowed"`
 	Denied   int            `json:"denied"`
 	Expired  int            `json:"expired"`
-	Pending  int            `json:"pending"` // asked and never answered
+	Pending  int            `json:"pending"`  // asked and never answered
+	Deferred int            `json:"deferred"` // asked, and the run ended for a person to decide (--on-ask defer)
 	Executed int            `json:"executed"`
-	ByReason map[string]int `json:"denied_by_reason"`
+	ByReason map[string]int `json:"denied_by_reason"` // the denied calls by reason_code
 }
 
 // Exit codes of toolgate run besides claude's own (sysexits).
@@ -71,6 +91,7 @@ const (
 	ExitUnavailable = 69 // the gate was lost, or its record of the session
 	ExitTempFail    = 75 // an approval expired
 	ExitNoPerm      = 77 // a call was denied
+	ExitDeferred    = 81 // a call waits for a person; toolgate resume goes on once one decided
 )
 
 // buildReport assembles the report from the daemon's record of the
@@ -116,6 +137,9 @@ func buildReport(session string, calls []api.Call, spooled []api.SpoolLine) Repo
 	}
 	for _, c := range r.Calls {
 		r.Counts.add(c)
+		if c.Deferred && c.Effect == api.EffectAsk {
+			r.Deferred = &DeferredCall{ToolUseID: c.ToolUseID, ApprovalID: c.ApprovalID, ExpiresAt: c.ExpiresAt}
+		}
 	}
 	return r
 }
@@ -155,19 +179,23 @@ func (n *Counts) add(c api.Call) {
 		n.Allowed++
 	case c.Effect == api.EffectDeny && c.ReasonCode == api.ReasonApprovalExpired:
 		n.Expired++
-		n.ByReason[c.ReasonCode]++
 	case c.Effect == api.EffectDeny:
 		n.Denied++
 		n.ByReason[c.ReasonCode]++
+	case c.Deferred:
+		n.Deferred++
 	default:
 		n.Pending++
 	}
 }
 
-// exitCode picks toolgate run's exit code: 75 if an approval expired, 77
-// if a call was denied, else claude's own code.
+// exitCode picks toolgate run's exit code: 81 if a call waits for a
+// person (deferred), 75 if an approval expired, 77 if a call was denied,
+// else claude's own code.
 func (r *Report) exitCode() int {
 	switch {
+	case r.Counts.Deferred > 0:
+		return ExitDeferred
 	case r.Counts.Expired > 0:
 		return ExitTempFail
 	case r.Counts.Denied > 0:
@@ -191,8 +219,30 @@ func (r *Report) Summary() string {
 	if len(reasons) > 0 {
 		s += " (" + strings.Join(reasons, ", ") + ")"
 	}
-	s += fmt.Sprintf(", %d expired, %d executed; claude exited %d; exit %d", r.Counts.Expired, r.Counts.Executed, r.ClaudeExitCode, r.ExitCode)
-	return s
+	s += fmt.Sprintf(", %d expired", r.Counts.Expired)
+	if r.Counts.Pending > 0 {
+		s += fmt.Sprintf(", %d never answered", r.Counts.Pending)
+	}
+	s += fmt.Sprintf(", %d executed", r.Counts.Executed)
+	if r.Deferred != nil {
+		s += fmt.Sprintf(", 1 deferred (%s waits for a person: toolgate approve or deny it, then toolgate resume)", r.Deferred.ApprovalID)
+	}
+	return s + fmt.Sprintf("; claude exited %d; exit %d", r.ClaudeExitCode, r.ExitCode)
+}
+
+// canWriteReport checks, before anything runs, that writeReport will be
+// able to write path: its temporary file can be created beside it, and
+// path is not a directory.
+func canWriteReport(path string) error {
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return fmt.Errorf("it is a directory")
+	}
+	f, err := os.OpenFile(path+".tmp", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(path + ".tmp")
 }
 
 // writeReport writes the report atomically (0600).

@@ -44,9 +44,9 @@ func TestBuildReport(t *testing.T) {
 		{name: "a deny is 77", calls: []api.Call{call("a", "s", allow, true), call("b", "s", denied, false)},
 			want: []string{"a allow ", "b deny secret_file"}, counts: "2 1 1 0 0 1 map[secret_file:1]", exit: 77},
 		{name: "an expiry is 75, before any deny", calls: []api.Call{call("a", "s", denied, false), call("b", "s", expired, false)},
-			want: []string{"a deny secret_file", "b deny approval_expired"}, counts: "2 0 1 1 0 0 map[approval_expired:1 secret_file:1]", exit: 75},
+			want: []string{"a deny secret_file", "b deny approval_expired"}, counts: "2 0 1 1 0 0 map[secret_file:1]", exit: 75},
 		{name: "an expiry alone is 75, whatever claude did", claude: 1, calls: []api.Call{call("a", "s", expired, false)},
-			want: []string{"a deny approval_expired"}, counts: "1 0 0 1 0 0 map[approval_expired:1]", exit: 75},
+			want: []string{"a deny approval_expired"}, counts: "1 0 0 1 0 0 map[]", exit: 75},
 		{name: "an ask never answered is pending", calls: []api.Call{call("a", "s", ask, false)},
 			want: []string{"a ask default"}, counts: "1 0 0 0 1 0 map[]", exit: 0},
 		{name: "undecided, and denied by the hook while the daemon was away",
@@ -111,10 +111,28 @@ func withRepeats(c api.Call, reps ...api.Repeat) api.Call {
 	return c
 }
 
+// The summary and the report's counts agree: an expiry is counted once,
+// as expired, never as a denial too.
 func TestSummary(t *testing.T) {
-	r := Report{ClaudeExitCode: 0, ExitCode: 75, Counts: Counts{Calls: 1, Expired: 1, ByReason: map[string]int{"approval_expired": 1}}}
-	want := "toolgate: 1 call: 0 allowed, 0 denied (approval_expired 1), 1 expired, 0 executed; claude exited 0; exit 75"
+	expired := verdict(api.EffectDeny, api.ReasonApprovalExpired, api.SourceExpiry)
+	r := buildReport("s", []api.Call{call("a", "s", expired, false)}, nil)
+	r.ExitCode = r.exitCode()
+	want := "toolgate: 1 call: 0 allowed, 0 denied, 1 expired, 0 executed; claude exited 0; exit 75"
 	if got := r.Summary(); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if len(r.Counts.ByReason) != 0 || r.Counts.Denied != 0 || r.Counts.Expired != 1 {
+		t.Errorf("counts %+v", r.Counts)
+	}
+	denied := verdict(api.EffectDeny, "secret_file", api.SourcePolicy)
+	ask := verdict(api.EffectAsk, "default", api.SourcePolicy)
+	r = buildReport("s", []api.Call{call("a", "s", expired, false), call("b", "s", denied, false), call("c", "s", ask, false)}, nil)
+	r.ExitCode = r.exitCode()
+	want = "toolgate: 3 calls: 0 allowed, 1 denied (secret_file 1), 1 expired, 1 never answered, 0 executed; claude exited 0; exit 75"
+	if got := r.Summary(); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if n := r.Counts; n.Calls != n.Allowed+n.Denied+n.Expired+n.Pending {
+		t.Errorf("the counts do not add up: %+v", n)
 	}
 }

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,7 +30,17 @@ type RunConfig struct {
 	PolicyPath      string
 	ReportPath      string        // where to write the JSON report; none when ""
 	ApprovalTimeout time.Duration // api.DefaultApprovalTimeout when 0
-	OnAsk           string        // "wait" or "deny"
+	OnAsk           string        // api.OnAskWait, OnAskDeny or OnAskDefer
+	// Resume, when set, is a deferred session to take up again (toolgate
+	// resume) instead of registering a new one; ClaudeArgs then resume
+	// Claude Code's session (ResumeArgs).
+	Resume *api.DeferredSession
+	// PolicyChanged lets a resume run under a policy whose sha256 differs
+	// from the one the session started with.
+	PolicyChanged bool
+	// AllowOtherHooks lets claude run with PreToolUse or PermissionRequest
+	// hooks of other settings layers beside toolgate's.
+	AllowOtherHooks bool
 	Claude          string        // the claude executable
 	ClaudeArgs      []string      // the user's own arguments
 	Hook            string        // the toolgate-hook executable
@@ -37,6 +48,8 @@ type RunConfig struct {
 	Self            string        // the toolgate executable (to start the daemon; the daemon must run it)
 	ConfigDir       string        // toolgate's configuration directory ($XDG_CONFIG_HOME/toolgate)
 	Containment     string        // a contain mode: contain.Auto (""), Landlock, Strict or Off
+	MCPTimeout      time.Duration // bounds the listing of each MCP server's tools
+	MCPCacheTTL     time.Duration // how long listed tools are kept; not at all when 0
 	Version         string
 	Env             []string // claude's environment, before toolgate's additions
 	Cwd, Home       string
@@ -65,10 +78,20 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	if cfg.Resume != nil && pol.SHA256 != cfg.Resume.Session.PolicySHA256 && !cfg.PolicyChanged {
+		return Report{}, &PolicyChangedError{Path: cfg.PolicyPath, Was: cfg.Resume.Session.PolicySHA256, Now: pol.SHA256}
+	}
 	if err := claudecode.CheckArgs(cfg.ClaudeArgs); err != nil {
 		return Report{}, err
 	}
-
+	if err := checkSettings(settingsLayers(claudeDir(cfg), cfg.Cwd), claudecode.SettingsArgs(cfg.ClaudeArgs), cfg.AllowOtherHooks); err != nil {
+		return Report{}, err
+	}
+	if cfg.ReportPath != "" {
+		if err := canWriteReport(cfg.ReportPath); err != nil {
+			return Report{}, &ReportError{Path: cfg.ReportPath, Err: err}
+		}
+	}
 	level, err := contain.ForRun(cfg.Containment)
 	if err != nil {
 		return Report{}, &UnavailableError{err}
@@ -79,14 +102,23 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if cfg.HookTransport, err = hookTransport(cfg, level); err != nil {
 		return Report{}, err
 	}
-	r := &runner{cfg: cfg, log: log, level: level}
+	policyPath, err := filepath.Abs(cfg.PolicyPath)
+	if err != nil {
+		return Report{}, err
+	}
+	r := &runner{cfg: cfg, log: log, level: level, policy: ReportPolicy{Path: policyPath, Version: pol.Version, SHA256: pol.SHA256}}
 	r.gate = &trustedGate{start: daemon.StartConfig{Paths: cfg.Paths, Self: cfg.Self, IdleExit: 5 * time.Minute}, onLost: r.gateLost}
 	if r.client, err = r.gate.connect(ctx); err != nil {
 		return Report{}, &UnavailableError{err}
 	}
-	r.client.KeepAlive = true // every hook event of the session goes through it
+	r.client.KeepAlive = cfg.HookTransport == HookHTTP // every hook event of the session goes through it
 	defer r.client.CloseIdle()
-	tools, errs := DiscoverTools(ctx, cfg.ClaudeArgs, cfg.Cwd, cfg.Env, 15*time.Second)
+	r.cfg.Paths = r.gate.Paths() // the daemon's, wherever this environment would have put them
+	// The cache is beside the ledger, where the session's tools may not
+	// write: the schemas in it decide calls.
+	disc := Discovery{Timeout: cfg.MCPTimeout, CacheDir: filepath.Join(r.cfg.Paths.StateDir, "mcp-tools"),
+		CacheTTL: cfg.MCPCacheTTL, Notice: cfg.Stderr}
+	tools, errs := disc.DiscoverTools(ctx, cfg.ClaudeArgs, cfg.Cwd, cfg.Env)
 	for _, err := range errs {
 		fmt.Fprintf(cfg.Stderr, "toolgate: warning: %v (its tools are not schema-checked)\n", err)
 	}
@@ -100,17 +132,52 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 		return Report{}, err
 	}
 	defer os.RemoveAll(r.files)
-	sess, err := r.client.Register(ctx, api.RegisterRequest{Policy: doc, PolicyName: cfg.PolicyPath,
-		ApprovalTimeout: api.Duration(r.timeout), OnAsk: cfg.OnAsk, Cwd: cfg.Cwd, Home: cfg.Home,
-		SupervisorPID: os.Getpid(), Tools: tools, Contained: level.Contained(), Protected: r.protectedExtra()})
+	var sess api.Session
+	if cfg.Resume != nil {
+		// The session goes on under the policy it was recorded with; its
+		// deferred call gets the person's decision when Claude Code
+		// proposes it again.
+		sess, err = r.client.Resume(ctx, cfg.Resume.Session.ID, api.ResumeRequest{Contained: level.Contained(), Protected: r.protectedExtra()})
+	} else {
+		sess, err = r.client.Register(ctx, api.RegisterRequest{Policy: doc, PolicyName: cfg.PolicyPath,
+			ApprovalTimeout: api.Duration(r.timeout), OnAsk: cfg.OnAsk, Cwd: cfg.Cwd, Home: cfg.Home,
+			SupervisorPID: os.Getpid(), Tools: tools, Contained: level.Contained(), Protected: r.protectedExtra(),
+			Claude: cfg.Claude, ClaudeArgs: cfg.ClaudeArgs})
+	}
+	var se *api.StatusError
+	if errors.As(err, &se) && se.Err.Code == "not_deferred" {
+		return Report{}, ErrAlreadyResumed
+	}
 	if err != nil {
 		return Report{}, &UnavailableError{fmt.Errorf("register the session: %w", err)}
 	}
 	r.session = sess.ID
-	report, err := r.run(ctx)
-	report.Policy = ReportPolicy{Path: cfg.PolicyPath, Version: pol.Version, SHA256: pol.SHA256}
-	return report, err
+	return r.run(ctx)
 }
+
+// PolicyChangedError is a resume under a policy that is not the one the
+// session was recorded with.
+type PolicyChangedError struct{ Path, Was, Now string }
+
+func (e *PolicyChangedError) Error() string {
+	return fmt.Sprintf("%s changed since the session started (sha256 %.12s, now %.12s): resume it under the same policy, or pass --policy-changed",
+		e.Path, e.Was, e.Now)
+}
+
+// ErrAlreadyResumed is a deferred session another resume took up first.
+var ErrAlreadyResumed = errors.New("another toolgate resume took the session up first")
+
+// ReportError is a --report file that cannot be written: found before
+// claude starts, not after it ran in full.
+type ReportError struct {
+	Path string
+	Err  error
+}
+
+func (e *ReportError) Error() string {
+	return "the report cannot be written to " + e.Path + ": " + e.Err.Error()
+}
+func (e *ReportError) Unwrap() error { return e.Err }
 
 // UnavailableError is the gate failing to start: claude was not started.
 type UnavailableError struct{ Err error }
@@ -120,6 +187,7 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 
 type runner struct {
 	cfg     RunConfig
+	policy  ReportPolicy // the policy that decides, for the report
 	log     *slog.Logger
 	level   contain.Level
 	gate    *trustedGate
@@ -309,14 +377,22 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 		warnings = append(warnings, r.transcripts.problems()...)
 	}
 	spooled, _ := api.ReadSpool(r.spool) // before the daemon, at the session's end, ingests and removes it
-	ended, err := r.client.EndSession(ctx, r.session)
+	client := r.client
+	if r.gate.Lost() != nil {
+		// Claude is stopped and no call is decided any more, but the
+		// session's record is still the trusted daemon's, once it has its
+		// socket back from the impostor: the report must not read as if
+		// nothing happened.
+		client = r.gate.recordClient(ctx)
+	}
+	ended, err := client.EndSession(ctx, r.session)
 	if api.IsUnavailable(err) && r.gate.restart(ctx) {
-		ended, err = r.client.EndSession(ctx, r.session)
+		ended, err = client.EndSession(ctx, r.session)
 	}
 	if err != nil {
 		warnings = append(warnings, "end the session: "+err.Error())
 	}
-	calls, recErr := r.client.SessionCalls(ctx, r.session)
+	calls, recErr := client.SessionCalls(ctx, r.session)
 	if recErr != nil {
 		warnings = append(warnings, "the daemon's record of the session is unavailable: "+recErr.Error())
 	}
@@ -324,7 +400,7 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	r.mu.Lock()
 	warnings = append(warnings, report.addUnrecorded(r.answered)...)
 	r.mu.Unlock()
-	report.SessionID, report.StartedAt, report.EndedAt = r.session, started, time.Now().UTC()
+	report.SessionID, report.Policy, report.StartedAt, report.EndedAt = r.session, r.policy, started, time.Now().UTC()
 	report.ClaudeExitCode, report.Containment, report.AuditHead = claudeCode, r.level, ended.AuditHead
 	report.HookTransport = r.cfg.HookTransport
 	report.ExitCode = report.exitCode()

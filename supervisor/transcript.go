@@ -180,10 +180,3 @@ func outcomeOf(r claudecode.ToolResult) api.Outcome {
 	}
 	return o
 }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}

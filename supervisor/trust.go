@@ -24,14 +24,19 @@ type trustedGate struct {
 	start  daemon.StartConfig
 	onLost func(error) // called once, when the gate is lost
 
-	mu   sync.Mutex
-	pid  int   // the trusted daemon's pid
-	lost error // why the gate is lost, once it is
+	mu    sync.Mutex
+	pid   int       // the trusted daemon's pid
+	where api.Paths // the paths it serves: its sockets, its spool
+	lost  error     // why the gate is lost, once it is
 }
 
 // connect makes sure a daemon runs and trusts it if it passes.
 func (g *trustedGate) connect(ctx context.Context) (*api.Client, error) {
-	c, err := daemon.Ensure(ctx, g.start)
+	g.mu.Lock()
+	start := g.start
+	start.Paths = g.paths()
+	g.mu.Unlock()
+	c, where, err := daemon.Ensure(ctx, start)
 	if err != nil {
 		return nil, err
 	}
@@ -43,10 +48,27 @@ func (g *trustedGate) connect(ctx context.Context) (*api.Client, error) {
 		return nil, err
 	}
 	g.mu.Lock()
-	g.pid = p.PID
+	g.pid, g.where = p.PID, where
 	g.mu.Unlock()
 	c.VerifyPeer = g.verify
 	return c, nil
+}
+
+// paths are those of the trusted daemon once there is one, else the
+// configured ones; a daemon started again is started where the last one
+// was, so that claude's hooks find it. g.mu is held.
+func (g *trustedGate) paths() api.Paths {
+	if g.where.RuntimeDir != "" {
+		return g.where
+	}
+	return g.start.Paths
+}
+
+// Paths are the paths of the trusted daemon.
+func (g *trustedGate) Paths() api.Paths {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.paths()
 }
 
 // check refuses a process that cannot be the daemon run started or found.
@@ -104,23 +126,62 @@ func (g *trustedGate) restart(ctx context.Context) bool {
 		return false
 	}
 	g.mu.Lock()
-	pid := g.pid
+	pid, sock := g.pid, g.paths().Socket()
 	g.mu.Unlock()
-	if proc.Alive(pid) {
+	// A daemon that is stopping (SIGTERM) drops its connections before it
+	// exits: give it the time its shutdown may take to answer again or be
+	// gone. Another process answering is never the daemon.
+	for deadline := time.Now().Add(stopGrace); proc.Alive(pid); time.Sleep(50 * time.Millisecond) {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		p, err := api.NewClient(g.start.Paths.Socket()).Peer(pctx)
+		p, err := api.NewClient(sock).Peer(pctx)
 		cancel()
-		if err == nil && p.PID == pid {
+		switch {
+		case err == nil && p.PID == pid:
 			return true // it answers again
+		case err == nil:
+			g.lose(fmt.Errorf("the gate was replaced: pid %d answers on %s, not the daemon toolgate run trusts (pid %d)", p.PID, sock, pid))
+			return false
+		case time.Now().After(deadline) || ctx.Err() != nil:
+			g.lose(fmt.Errorf("the daemon (pid %d) lives but does not answer on %s: something replaced its socket", pid, sock))
+			return false
 		}
-		g.lose(fmt.Errorf("the daemon (pid %d) lives but does not answer on %s: something replaced its socket", pid, g.start.Paths.Socket()))
-		return false
 	}
 	if _, err := g.connect(ctx); err != nil {
 		g.lose(fmt.Errorf("the daemon is gone and could not be restarted: %w", err))
 		return false
 	}
 	return true
+}
+
+// stopGrace is how long a daemon that lives but does not answer may take
+// to stop: its shutdown lets requests in flight finish for up to 10 s.
+const stopGrace = 12 * time.Second
+
+// recordClient is a client of the trusted daemon alone, for reading the
+// session's record after the gate was lost: it waits (a few seconds at
+// most) while that daemon lives but does not answer on its socket, as
+// when it has yet to take the socket back from an impostor, and it talks
+// to no other process.
+func (g *trustedGate) recordClient(ctx context.Context) *api.Client {
+	g.mu.Lock()
+	pid, sock := g.pid, g.paths().Socket()
+	g.mu.Unlock()
+	c := api.NewClient(sock)
+	c.VerifyPeer = func(p api.Peer) error {
+		if p.PID != pid {
+			return fmt.Errorf("pid %d answers on %s, not the daemon toolgate run trusts (pid %d)", p.PID, sock, pid)
+		}
+		return nil
+	}
+	for deadline := time.Now().Add(stopGrace); proc.Alive(pid) && time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(50 * time.Millisecond) {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		p, err := api.NewClient(sock).Peer(pctx)
+		cancel()
+		if err == nil && p.PID == pid {
+			break
+		}
+	}
+	return c
 }
 
 // watchInterval is how often run looks at its daemon while claude runs.
@@ -139,19 +200,19 @@ func (g *trustedGate) watch(ctx context.Context) {
 		case <-tick.C:
 		}
 		g.mu.Lock()
-		pid := g.pid
+		pid, sock := g.pid, g.paths().Socket()
 		g.mu.Unlock()
 		if !proc.Alive(pid) {
 			g.restart(ctx)
 			continue
 		}
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		p, err := api.NewClient(g.start.Paths.Socket()).Peer(pctx)
+		p, err := api.NewClient(sock).Peer(pctx)
 		cancel()
 		// Nobody answering is what a stopping daemon looks like (calls fail
 		// closed meanwhile); another process answering is an impostor.
 		if err == nil && p.PID != pid {
-			g.lose(fmt.Errorf("the gate was replaced: pid %d answers on %s, not the daemon toolgate run trusts (pid %d)", p.PID, g.start.Paths.Socket(), pid))
+			g.lose(fmt.Errorf("the gate was replaced: pid %d answers on %s, not the daemon toolgate run trusts (pid %d)", p.PID, sock, pid))
 		}
 	}
 }

@@ -35,6 +35,9 @@ func outcome(d api.ApprovalDetail) string {
 // decisionError is the daemon's reason for refusing a decision.
 func decisionError(err error) string {
 	var se *api.StatusError
+	if errors.As(err, &se) && se.Err.Code == "not_found" {
+		return "no such approval"
+	}
 	if errors.As(err, &se) {
 		return se.Err.Message
 	}

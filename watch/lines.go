@@ -51,7 +51,7 @@ func (l *lines) show(c api.Change) {
 	if !l.started {
 		l.started, what = true, "waiting"
 		if len(c.Pending) == 0 {
-			fmt.Fprintln(l.out, "toolgate watch: nothing is waiting; new asks show here (a ID approves, d ID denies, q quits)")
+			fmt.Fprintln(l.out, "toolgate watch: nothing is waiting; new asks show here (a ID approves, d ID denies, s ID shows one whole, q quits)")
 		}
 	}
 	for _, d := range c.Added {
@@ -72,6 +72,9 @@ func (l *lines) line(what string, d api.ApprovalDetail) {
 	case d.Decision != nil:
 		detail += " by " + d.Decision.Actor
 	}
+	if a.Status == "pending" && render.Clipped(a.ToolName, a.Input, 40) {
+		detail += "; s " + a.ID + " shows it whole"
+	}
 	fmt.Fprintf(l.out, "%s %-8s %s  %s: %s  (%s)\n", time.Now().Format("15:04:05"), what, a.ID,
 		a.ToolName, render.Summary(a.ToolName, a.Input, 40), detail)
 }
@@ -84,6 +87,13 @@ func (l *lines) command(ctx context.Context, f []string) bool {
 	switch f[0] {
 	case "q", "quit":
 		return true
+	case "s", "show":
+		id, err := l.target(f)
+		if err != nil {
+			l.printf("toolgate watch: %v\n", err)
+			return false
+		}
+		l.showWhole(id)
 	case "a", "approve", "d", "deny":
 		id, err := l.target(f)
 		if err != nil {
@@ -102,9 +112,26 @@ func (l *lines) command(ctx context.Context, f []string) bool {
 			l.printf("toolgate watch: %s %s: %s\n", decision, id, decisionError(err))
 		}
 	default:
-		l.printf("toolgate watch: a ID approves, d ID [WHY] denies, q quits\n")
+		l.printf("toolgate watch: a ID approves, d ID [WHY] denies, s ID shows an ask whole, q quits\n")
 	}
 	return false
+}
+
+// showWhole prints every line of a pending ask's input: in line mode too,
+// nothing approved is hidden.
+func (l *lines) showWhole(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, d := range l.pending {
+		if d.Approval.ID == id {
+			fmt.Fprintf(l.out, "%s  %s, %s:\n", id, d.Approval.ToolName, ruleOf(d))
+			for _, line := range render.All(d.Approval.ToolName, d.Approval.Input, 78) {
+				fmt.Fprintf(l.out, "  %s\n", line)
+			}
+			return
+		}
+	}
+	fmt.Fprintf(l.out, "toolgate watch: %s is not waiting\n", id)
 }
 
 // target is the approval a command names, or the only pending one.

@@ -36,6 +36,8 @@ type model struct {
 	client api.Approver
 	list   []api.ApprovalDetail // what is pending, as shown
 	cursor string               // the selected approval's id
+	scroll int                  // the first line of its input shown
+	page   int                  // how many lines of input the screen shows
 	log    []string             // what happened, newest last
 	up     bool                 // the event stream is connected
 	down   string               // why it is not
@@ -93,7 +95,7 @@ func (m *model) change(c api.Change) {
 	m.list = c.Pending
 	for _, d := range c.Added {
 		if m.cursor == "" {
-			m.cursor = d.Approval.ID
+			m.cursor, m.scroll = d.Approval.ID, 0
 		}
 		m.note(fmt.Sprintf("asked %s  %s: %s", d.Approval.ID, d.Approval.ToolName, render.Summary(d.Approval.ToolName, d.Approval.Input, 40)))
 	}
@@ -101,7 +103,7 @@ func (m *model) change(c api.Change) {
 		m.note(fmt.Sprintf("%s %s  %s: %s", outcome(d), d.Approval.ID, d.Approval.ToolName, render.Summary(d.Approval.ToolName, d.Approval.Input, 40)))
 	}
 	if m.selected() < 0 && len(m.list) > 0 {
-		m.cursor = m.list[0].Approval.ID
+		m.cursor, m.scroll = m.list[0].Approval.ID, 0
 	}
 	if len(m.list) == 0 && m.reason.Focused() {
 		m.reason.Blur()
@@ -145,12 +147,16 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		return tea.Quit
 	case "up", "k":
 		if i > 0 {
-			m.cursor = m.list[i-1].Approval.ID
+			m.cursor, m.scroll = m.list[i-1].Approval.ID, 0
 		}
 	case "down", "j":
 		if i >= 0 && i < len(m.list)-1 {
-			m.cursor = m.list[i+1].Approval.ID
+			m.cursor, m.scroll = m.list[i+1].Approval.ID, 0
 		}
+	case "pgdown", " ", "ctrl+d":
+		m.scrollBy(i, max(1, m.page-2))
+	case "pgup", "b", "ctrl+u":
+		m.scrollBy(i, -max(1, m.page-2))
 	case "a":
 		return m.decide("approve", "")
 	case "d":
@@ -160,6 +166,16 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// scrollBy moves the selected input's window by n lines, within it.
+func (m *model) scrollBy(i, n int) {
+	if i < 0 {
+		return
+	}
+	a := m.list[i].Approval
+	lines := len(render.All(a.ToolName, a.Input, max(m.width, 40)))
+	m.scroll = max(0, min(m.scroll+n, lines-m.page))
 }
 
 // decide sends a decision on the selected approval, bound to its id: an
@@ -216,9 +232,16 @@ func (m *model) View() string {
 		d := m.list[i]
 		a := d.Approval
 		line(bold.Render(a.ID) + "  expires in " + left(d, m.now))
-		line(fmt.Sprintf("%s · reason_code %s · policy v%d", ruleOf(d), d.ReasonCode, a.PolicyVersion))
+		about := []string{ruleOf(d)}
+		if d.ReasonCode != "" { // never "reason_code  ·"
+			about = append(about, "reason_code "+d.ReasonCode)
+		}
+		line(strings.Join(append(about, fmt.Sprintf("policy v%d", a.PolicyVersion)), " · "))
 		line(faint.Render("session " + a.SessionID))
-		body := render.Lines(a.ToolName, a.Input, w, max(3, m.height-used-10))
+		// The whole input, a window of it at a time: PgDn shows the rest,
+		// and the window says how much there is; nothing approved is hidden.
+		m.page = max(3, m.height-used-10)
+		body := render.Window(render.All(a.ToolName, a.Input, w), m.scroll, m.page, "PgDn/PgUp to read it all")
 		for _, l := range body {
 			line(l)
 		}
@@ -233,7 +256,8 @@ func (m *model) View() string {
 	if m.reason.Focused() {
 		line(m.reason.View())
 	} else {
-		line(bold.Render("a") + " approve  " + bold.Render("d") + " deny  " + bold.Render("↑↓") + " select  " + bold.Render("q") + " quit")
+		line(bold.Render("a") + " approve  " + bold.Render("d") + " deny  " + bold.Render("↑↓") + " select  " +
+			bold.Render("PgDn/PgUp") + " scroll  " + bold.Render("q") + " quit")
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -6,8 +6,13 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version and commit are set at build time with -ldflags "-X main.version=...
+// -X main.commit=..." (scripts/demo, just build and the end-to-end tests set
+// commit from git); without them, Go's own VCS stamp is used when there is one.
+var (
+	version = "dev"
+	commit  = ""
+)
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
@@ -27,6 +32,7 @@ EXAMPLES
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
 			runCommand(),
+			resumeCommand(),
 			pendingCommand(),
 			watchCommand(),
 			notifyCommand(),
@@ -34,6 +40,9 @@ EXAMPLES
 			decideCommand("approve", "approve a pending ask"),
 			decideCommand("deny", "deny a pending ask"),
 			serveCommand(),
+			daemonCommand(),
+			fleetCommand(),
+			webCommand(),
 			auditCommand(),
 			policyCommand(),
 			schemaCommand(),
@@ -43,37 +52,23 @@ EXAMPLES
 			doctorCommand(),
 			demoMCPCommand(),
 			containCommand(),
+			versionCommand(),
+			completionCommand(),
+			helpCommand(),
 		},
 		// Errors become exit codes in exitCode only; urfave must never exit.
 		ExitErrHandler:       func(*cli.Context, error) {},
-		EnableBashCompletion: false,
-		HideHelpCommand:      true,
-		Action:               helpOrUnknown,
+		EnableBashCompletion: true, // toolgate completion's scripts ask the binary
+		HideHelpCommand:      true, // ours is helpCommand: it knows subcommands too
+
+		Action: helpOrUnknown,
 	}
+	cli.VersionPrinter = func(cliCtx *cli.Context) { printVersion(cliCtx.App.Writer) }
 	for _, c := range app.Commands {
 		setUsageErrors(c)
 	}
-	app.OnUsageError = onUsageError
+	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+		return flagError("toolgate", []cli.Flag{cli.HelpFlag, cli.VersionFlag}, err)
+	}
 	return app
-}
-
-func onUsageError(_ *cli.Context, err error, _ bool) error { return &usageError{err.Error()} }
-
-func setUsageErrors(c *cli.Command) {
-	c.OnUsageError = onUsageError
-	for _, sub := range c.Subcommands {
-		setUsageErrors(sub)
-	}
-}
-
-// helpOrUnknown is the action of the app and of every command group: with
-// no arguments it shows help, with an unknown command it is a usage error.
-func helpOrUnknown(cliCtx *cli.Context) error {
-	if cliCtx.Args().Present() {
-		return usagef("unknown command %q", cliCtx.Args().First())
-	}
-	if cliCtx.Command != nil && cliCtx.Command.Name != "" {
-		return cli.ShowSubcommandHelp(cliCtx)
-	}
-	return cli.ShowAppHelp(cliCtx)
 }

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"syscall"
 	"time"
 
 	"github.com/toolgate/toolgate/api"
@@ -12,26 +13,48 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// approverClient is the client of the approvers' socket, with a daemon
-// started when none runs (pending approvals live in the ledger; a daemon
-// re-arms them).
-func approverClient(ctx context.Context) (*api.Client, error) {
-	if err := ensureDaemon(ctx); err != nil {
-		return nil, err
-	}
-	return api.NewClient(gatePaths("").ApproveSocket()), nil
+// approverClient is the client of the approvers' socket of the daemon that
+// serves the ledger, wherever it was started. It starts none: an ask waits
+// only while a daemon runs, so with none there is nothing to decide, and a
+// person's command must not leave a daemon behind (exit 69).
+func approverClient() *api.Client { return personClient(livePaths().ApproveSocket()) }
+
+// followingClient looks for the daemon again on every connection: watch
+// and notify wait for one to start.
+func followingClient() *api.Client {
+	c := personClient("")
+	c.Locate = func() string { return livePaths().ApproveSocket() }
+	return c
+}
+
+// personClient is a client of the daemon for a person's command: it
+// believes only a toolgate daemon without no_new_privs (api.Trust), not
+// whatever a process of the user's put on the socket's path.
+func personClient(socket string) *api.Client {
+	c := api.NewClient(socket)
+	self, _ := os.Executable()
+	// Inside a contained session (a command the model runs) the daemon's
+	// executable cannot be read: the checks from inside apply, and the
+	// daemon then refuses what such a process asks of it.
+	c.VerifyPeer = api.Trust{Exe: self, AnyToolgate: true, Contained: os.Getenv("TOOLGATE_CONTAINED") == "1"}.Verify
+	return c
 }
 
 // approverError turns the daemon's refusals into what a person reads and
 // the exit code a script reads.
 func approverError(err error) error {
 	var se *api.StatusError
+	if fe := fleetError(err); fe != err {
+		return fe // the fleet's database, out of reach
+	}
 	switch {
 	case api.IsUnavailable(err):
-		return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve, or check that toolgate run is running", err)}
+		return notRunning(err)
 	case errors.As(err, &se) && se.Err.Code == "not_found":
 		return &dataError{fmt.Errorf("no such approval\nTry: toolgate pending")}
 	case errors.As(err, &se) && se.Err.Code == "self_approval":
+		return &permissionError{errors.New(se.Err.Message)}
+	case errors.As(err, &se) && se.Err.Code == "fleet":
 		return &permissionError{errors.New(se.Err.Message)}
 	case errors.As(err, &se) && (se.Err.Code == "expired" || se.Err.Code == "already_decided"):
 		return &conflictError{errors.New(se.Err.Message), se.Err.Code == "expired"}
@@ -39,11 +62,21 @@ func approverError(err error) error {
 	return err
 }
 
-const approverExitStatus = `EXIT STATUS
+// notRunning is the daemon out of reach, said for a person.
+func notRunning(err error) error {
+	var ue *api.UnavailableError
+	if errors.As(err, &ue) && (errors.Is(ue.Err, syscall.ENOENT) || errors.Is(ue.Err, syscall.ECONNREFUSED)) {
+		return &gateUnavailable{fmt.Errorf("no toolgate daemon is running (nothing listens on %s), so no ask is waiting\n"+
+			"Try: toolgate daemon status; asks wait while a toolgate run or an installed session runs", ue.SocketPath)}
+	}
+	return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate daemon status, or toolgate doctor", err)}
+}
+
+const decideExitStatus = `EXIT STATUS
    0    done
    64   bad command line
    65   no approval with that id
-   69   the daemon is not running
+   69   no daemon is running (it starts none: with none, no ask waits)
    75   the approval had already expired: nothing was decided
    77   refused: a gated session cannot decide its own approvals
    79   the approval was already decided by someone else`
@@ -57,7 +90,7 @@ func printApproval(w io.Writer, d api.ApprovalDetail) {
 	fmt.Fprintf(w, "%s  %s  %s: %s\n", a.ID, a.Status, a.ToolName, render.Summary(a.ToolName, a.Input, 60))
 	left := time.Until(a.ExpiresAt).Round(time.Second)
 	if a.Status == "pending" {
-		fmt.Fprintf(w, "    asked by %s (reason_code %s), session %s, expires in %s\n", rule, d.ReasonCode, a.SessionID, left)
+		fmt.Fprintf(w, "    asked by %s, session %s, expires in %s\n", joinSet(" ", rule, parens(labelled("reason_code", d.ReasonCode))), a.SessionID, left)
 	} else {
 		fmt.Fprintf(w, "    asked by %s, session %s\n", rule, a.SessionID)
 	}

@@ -11,8 +11,8 @@ import (
 // as people type it: urfave/cli v2 stops reading flags at the first
 // positional argument. Everything after "--" is left alone.
 func interspersed(app *cli.App, args []string) []string {
-	if len(args) < 2 {
-		return args
+	if len(args) < 2 || args[len(args)-1] == "--generate-bash-completion" {
+		return args // shell completion reads the words as typed
 	}
 	out := []string{args[0]}
 	cmds := app.Commands

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/urfave/cli/v2"
@@ -19,7 +21,7 @@ created and decided) is an event in an append-only chain: each event carries
 the SHA-256 of the one before it, so a modified, deleted or reordered event
 breaks the chain where it happened.
 
-Without a subcommand it lists the calls through the daemon: when each was
+Without a subcommand it lists the calls through the daemon, oldest first: when each was
 proposed, what decided it, whether it ran, and what the model saw.
 
 EXAMPLES
@@ -28,7 +30,11 @@ EXAMPLES
    toolgate audit verify
    toolgate audit export > audit.jsonl && toolgate audit verify --file audit.jsonl
 
-` + exitStatusHelp,
+EXIT STATUS
+   0    listed
+   64   bad command line
+   65   no session with that id (--session)
+   69   the daemon cannot be reached or started`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "session", Usage: "only the calls of this session"},
 			jsonFlag(),
@@ -50,10 +56,17 @@ func ledgerFlag() cli.Flag {
 
 // runAuditList lists calls through the daemon.
 func runAuditList(ctx context.Context, w io.Writer, session string, asJSON bool) error {
-	if err := ensureDaemon(ctx); err != nil {
+	p, err := ensureDaemon(ctx)
+	if err != nil {
 		return err
 	}
-	client := api.NewClient(gatePaths("").Socket())
+	client := personClient(p.Socket())
+	if session != "" {
+		var se *api.StatusError
+		if _, err := client.Session(ctx, session); errors.As(err, &se) && se.Err.Code == "not_found" {
+			return &dataError{fmt.Errorf("no session %q in the ledger\nTry: toolgate audit (every call, with its session); a toolgate run report names its session_id", session)}
+		}
+	}
 	calls, err := client.Calls(ctx, session)
 	if api.IsUnavailable(err) {
 		return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve (or toolgate audit export --ledger DIR while no daemon runs)", err)}
@@ -82,7 +95,7 @@ func runAuditList(ctx context.Context, w io.Writer, session string, asJSON bool)
 		if c.Executions > 1 {
 			ran = fmt.Sprintf("EXECUTED %d TIMES", c.Executions)
 		}
-		fmt.Fprintf(w, "%s  %s  %-28s proposed -> %s -> %s\n", c.ProposedAt.Local().Format("15:04:05"), c.ToolUseID, c.ToolName, decided, ran)
+		fmt.Fprintf(w, "%s  %s  %-28s proposed -> %s -> %s\n", c.ProposedAt.Local().Format(time.DateTime), c.ToolUseID, c.ToolName, decided, ran)
 		if c.Seen != "" {
 			fmt.Fprintf(w, "    model saw: %s\n", clipText(strings.ReplaceAll(c.Seen, "\n", " "), 160))
 		}

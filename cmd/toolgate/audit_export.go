@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 
@@ -25,7 +26,9 @@ EXAMPLES
 
 EXIT STATUS
    0    written
-   66   no ledger there, or the output cannot be created
+   64   bad command line
+   66   no ledger there
+   73   the output (-o) cannot be created
    69   the daemon cannot be reached or started, or another process holds the ledger (EX_UNAVAILABLE)`,
 		Flags: []cli.Flag{ledgerFlag(), &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to FILE instead of standard output"}},
 		Action: func(cliCtx *cli.Context) error {
@@ -42,7 +45,7 @@ func runAuditExport(ctx context.Context, w io.Writer, ledgerDir, output string) 
 	if output != "" {
 		f, err := os.OpenFile(output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
-			return err
+			return &cantCreateError{fmt.Errorf("%w\nTry: -o FILE in a directory you can write", err)}
 		}
 		defer f.Close()
 		w = f

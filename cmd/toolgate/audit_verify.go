@@ -49,6 +49,7 @@ EXAMPLES
 EXIT STATUS
    0    the chain is intact
    65   the chain is broken (EX_DATAERR)
+   64   bad command line
    66   no ledger or file there
    69   the daemon cannot be reached or started, or another process holds the ledger (EX_UNAVAILABLE)`,
 		Flags: []cli.Flag{ledgerFlag(),

@@ -19,12 +19,12 @@ import (
 // private daemon started for that ledger in a private runtime directory,
 // and stopped once fn returns. Only a daemon opens a ledger.
 func withAuditor(ctx context.Context, ledgerDir string, fn func(*api.Client) error) error {
-	paths := gatePaths("")
 	if ledgerDir == "" {
-		if err := ensureDaemon(ctx); err != nil {
+		paths, err := ensureDaemon(ctx)
+		if err != nil {
 			return err
 		}
-		return auditorError(fn(api.NewClient(paths.ApproveSocket())))
+		return auditorError(fn(personClient(paths.ApproveSocket())))
 	}
 	dir, err := filepath.Abs(ledgerDir)
 	if err != nil {
@@ -33,8 +33,11 @@ func withAuditor(ctx context.Context, ledgerDir string, fn func(*api.Client) err
 	if _, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("no ledger at %s: %w\nTry: --ledger DIR or %s", dir, err, ledgerEnv)
 	}
-	if st, err := api.NewClient(paths.Socket()).Status(ctx); err == nil && st.Ledger == dir {
-		return auditorError(fn(api.NewClient(paths.ApproveSocket())))
+	// The daemon that serves it, wherever it was started, or the user's.
+	for _, paths := range []api.Paths{envPaths(dir).Live(), livePaths()} {
+		if st, err := personClient(paths.Socket()).Status(ctx); err == nil && st.Ledger == dir {
+			return auditorError(fn(personClient(paths.ApproveSocket())))
+		}
 	}
 	runtime, err := os.MkdirTemp("", "tga")
 	if err != nil {
@@ -46,13 +49,13 @@ func withAuditor(ctx context.Context, ledgerDir string, fn func(*api.Client) err
 	if err != nil {
 		return err
 	}
-	client, err := daemon.Ensure(ctx, daemon.StartConfig{Paths: private, Self: self, IdleExit: time.Minute})
+	client, _, err := daemon.Ensure(ctx, daemon.StartConfig{Paths: private, Self: self, IdleExit: time.Minute})
 	if err != nil {
 		return &gateUnavailable{fmt.Errorf("open the ledger %s: %w\nTry: toolgate audit verify (or export) "+
 			"with the XDG_RUNTIME_DIR of the daemon that holds it", dir, err)}
 	}
 	defer stopDaemon(client, private)
-	return auditorError(fn(api.NewClient(private.ApproveSocket())))
+	return auditorError(fn(personClient(private.ApproveSocket())))
 }
 
 // stopDaemon ends a daemon this process started, and waits until it has

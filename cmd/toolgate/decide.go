@@ -19,13 +19,22 @@ to the model. Quiet on success.
 EXAMPLES
    toolgate ` + name + ` apr_01J...
    toolgate ` + name + ` apr_01J... --reason "checked the diff"
+   toolgate ` + name + ` apr_01J... --fleet "postgres://alice@db.internal/toolgate?sslmode=verify-full"
 
-` + approverExitStatus,
-		Flags: []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "your note, for the audit"}},
+With --fleet (or TOOLGATE_FLEET) the fleet's PostgreSQL decides: exactly one
+decision per ask wins, and it records your role and address as the actor. A
+host in a fleet refuses decisions on its own socket: they go through Postgres.
+
+` + decideExitStatus,
+		Flags: []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "your note, for the audit"},
+			fleetFlag("decide through the fleet's PostgreSQL, with an approver's role (a DSN)")},
 		Action: func(cliCtx *cli.Context) error {
 			id, err := oneID(cliCtx)
 			if err != nil {
 				return err
+			}
+			if dsn := cliCtx.String("fleet"); dsn != "" {
+				return fleetDecide(cliCtx.Context, dsn, id, name, cliCtx.String("reason"))
 			}
 			return runDecide(cliCtx.Context, id, name, cliCtx.String("reason"))
 		},
@@ -33,11 +42,7 @@ EXAMPLES
 }
 
 func runDecide(ctx context.Context, id, decision, reason string) error {
-	client, err := approverClient(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = client.Decide(ctx, id, api.DecideRequest{Decision: decision, Reason: reason})
+	_, err := approverClient().Decide(ctx, id, api.DecideRequest{Decision: decision, Reason: reason})
 	if err != nil {
 		return approverError(err)
 	}

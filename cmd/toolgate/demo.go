@@ -31,6 +31,7 @@ EXAMPLES
 EXIT STATUS
    0    the demo went as it should
    1    it did not: the audit it printed says what happened
+   64   bad command line
    69   Claude Code is missing and could not be installed, or the gate could not start`,
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "auto-approve", Usage: "approve the ask after `DURATION` (0: wait for you)"},
@@ -53,7 +54,7 @@ EXIT STATUS
 			} else if claude, err = exec.LookPath(claude); err != nil {
 				return &gateUnavailable{err}
 			}
-			res, err := demo.Run(cliCtx.Context, demo.Config{Self: self, Claude: claude, Paths: gatePaths(""),
+			res, err := demo.Run(cliCtx.Context, demo.Config{Self: self, Claude: claude, Paths: livePaths(),
 				AutoApprove: cliCtx.Duration("auto-approve"), Keep: cliCtx.Bool("keep"), Env: os.Environ(),
 				Stdout: cliCtx.App.Writer, Stderr: cliCtx.App.ErrWriter})
 			if err != nil {

@@ -22,7 +22,7 @@ func doctorCommand() *cli.Command {
 		Name:  "doctor",
 		Usage: "check the installation and say how to fix what is wrong",
 		Description: `Checks claude and its version against the tested ones, the daemon, the sockets'
-permissions, the ledger's size, the approval timeouts, the hooks in your user and
+permissions, the ledger's size, the default policy, the approval timeouts, the hooks in your user and
 project Claude Code settings, and the desktop notification bus.
 
 EXAMPLES
@@ -31,6 +31,7 @@ EXAMPLES
 
 EXIT STATUS
    0    nothing failed (warnings may remain)
+   64   bad command line
    69   at least one check failed`,
 		Flags: []cli.Flag{
 			jsonFlag(),
@@ -45,7 +46,7 @@ EXIT STATUS
 					claude = cached
 				}
 			}
-			checks := doctor.Run(cliCtx.Context, doctor.Config{Paths: gatePaths(""), Claude: claude, Tested: testedClaudeVersions,
+			checks := doctor.Run(cliCtx.Context, doctor.Config{Paths: livePaths(), Policy: policyOrDefault(), Claude: claude, Tested: testedClaudeVersions,
 				Cwd: cwd, Home: home, UserSettings: install.UserSettings(os.Getenv, home), DBusAddress: os.Getenv("DBUS_SESSION_BUS_ADDRESS"), ApprovalWait: api.DefaultApprovalTimeout})
 			failed := false
 			for _, c := range checks {
@@ -73,6 +74,14 @@ EXIT STATUS
 			return nil
 		},
 	}
+}
+
+// policyOrDefault is TOOLGATE_POLICY, or the default policy file.
+func policyOrDefault() string {
+	if p := os.Getenv(policyEnv); p != "" {
+		return p
+	}
+	return defaultPolicy()
 }
 
 func fileExists(path string) bool { _, err := os.Stat(path); return err == nil }

@@ -19,11 +19,13 @@ const (
 	exitDataErr     = 65 // EX_DATAERR: bad input data (a --call that is not a tool call)
 	exitNoInput     = 66 // EX_NOINPUT: a named file does not exist or cannot be read
 	exitUnavailable = 69 // EX_UNAVAILABLE: the gate (daemon or ledger) is unavailable
+	exitCantCreat   = 73 // EX_CANTCREAT: a file toolgate must write cannot be created
 	exitTempFail    = 75 // EX_TEMPFAIL: an approval expired; retry later
 	exitNoPerm      = 77 // EX_NOPERM: a call was denied
 	exitConfig      = 78 // EX_CONFIG: the policy document is invalid
 	exitConflict    = 79 // the approval was already decided by someone else
 	exitLoosens     = 80 // policy diff: the new policy loosens a decision
+	exitDeferred    = 81 // run --on-ask defer: a call waits for a person; toolgate resume goes on
 	exitInterrupted = 130
 )
 
@@ -34,19 +36,14 @@ const exitStatusHelp = `EXIT STATUS
    65   bad input data, such as a --call that is not a tool call (EX_DATAERR)
    66   a named file does not exist or cannot be read (EX_NOINPUT)
    69   the gate could not start: daemon or ledger unavailable (EX_UNAVAILABLE)
+   73   a file toolgate must write cannot be created, such as --report (EX_CANTCREAT)
    75   an approval expired before anyone decided: retry later (EX_TEMPFAIL)
    77   a call was denied by policy, a person or a schema (EX_NOPERM)
    78   the policy document is invalid (EX_CONFIG)
    79   the approval was already decided by someone else
    80   policy diff: the new policy loosens a decision
+   81   run --on-ask defer: a call waits for a person (toolgate resume goes on)
    130  interrupted`
-
-// usageError is a bad command line.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
 // dataError is input data that cannot be used.
 type dataError struct{ err error }
@@ -76,11 +73,12 @@ func exitCode(err error, stderr io.Writer) int {
 	var perm *permissionError
 	var conflict *conflictError
 	var loosened *loosenedError
+	var cantCreate *cantCreateError
 	switch {
 	case errors.As(err, &usage):
-		fmt.Fprintln(stderr, "Try: toolgate --help")
+		fmt.Fprintln(stderr, usage.hint())
 		return exitUsage
-	case policy.IsInvalid(err):
+	case policy.IsInvalid(err), errors.As(err, new(*configError)):
 		return exitConfig
 	case errors.As(err, &data):
 		return exitDataErr
@@ -94,6 +92,8 @@ func exitCode(err error, stderr io.Writer) int {
 		return exitConflict
 	case errors.As(err, &loosened):
 		return exitLoosens
+	case errors.As(err, &cantCreate):
+		return exitCantCreat
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
 		return exitNoInput
 	case errors.Is(err, context.Canceled):
@@ -121,6 +121,19 @@ func (e *conflictError) Error() string { return e.err.Error() }
 type loosenedError struct{ msg string }
 
 func (e *loosenedError) Error() string { return e.msg }
+
+// configError is a configuration that would take calls around the gate
+// (EX_CONFIG), beside an invalid policy.
+type configError struct{ err error }
+
+func (e *configError) Error() string { return e.err.Error() }
+func (e *configError) Unwrap() error { return e.err }
+
+// cantCreateError is a file toolgate must write that cannot be created.
+type cantCreateError struct{ err error }
+
+func (e *cantCreateError) Error() string { return e.err.Error() }
+func (e *cantCreateError) Unwrap() error { return e.err }
 
 // gateUnavailable is the gate's daemon or ledger being out of reach.
 type gateUnavailable struct{ err error }

@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -22,15 +24,24 @@ func installCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "install",
 		Usage: "gate claude sessions started without toolgate run (interactive ones too)",
-		Description: `Adds toolgate's hook to Claude Code's settings: the user's (~/.claude/settings.json,
-or $CLAUDE_CONFIG_DIR/settings.json) or the project's (.claude/settings.json in the
-current directory). Every claude session that reads those settings is then gated
-and audited like a toolgate run session, under Claude Code's own session id.
+		Description: `Adds toolgate's hook to Claude Code's settings. Every claude session that reads
+them is then gated and audited like a toolgate run session, under Claude Code's
+own session id. --scope says which settings:
+
+   user     ~/.claude/settings.json (or $CLAUDE_CONFIG_DIR): every session of yours
+   project  .claude/settings.json in the current directory, which the team commits:
+            the command is portable, naming toolgate-hook from PATH (or from the
+            project, "$CLAUDE_PROJECT_DIR"/..., when it lives there) and the policy
+            from the project; both must be so
+   local    .claude/settings.local.json: this checkout only, not shared
 
 Its asks go through Claude Code's PermissionRequest hook: the hook creates the
 approval record and waits up to --approval-timeout for toolgate approve, watch
 or notify. When nobody decides in time it answers nothing, so Claude Code's own
-dialog decides (claude -p denies); the audit says handed_to_claude.
+dialog decides (claude -p denies); the audit says handed_to_claude. A rule's
+approval_timeout can shorten that wait, never lengthen it: Claude Code stops
+the hook at the timeout install writes from --approval-timeout (default 5m), so
+for rules that wait longer install with a longer --approval-timeout.
 
 The sessions' boundary is Claude Code's own sandbox for Bash (bubblewrap and
 socat): install adds a "sandbox" block beside the hooks that runs every Bash
@@ -48,14 +59,16 @@ Sessions keep the policy they started with; edit it and new sessions use it.
 
 EXAMPLES
    toolgate install
+   toolgate policy init --output .claude/toolgate-policy.json
    toolgate install --scope project --policy .claude/toolgate-policy.json
-   toolgate install --approval-timeout 2m --json
+   toolgate install --scope local --approval-timeout 30m --json
 
 EXIT STATUS
    0    installed (or already installed, unchanged)
    64   bad command line
    65   the settings file is not valid JSON: it was left untouched
-   66   the policy file or the hook binary does not exist
+   66   the policy file or the hook binary does not exist (project scope: or
+        cannot be named portably: toolgate-hook off PATH, a policy outside)
    69   --containment sandbox, and Claude Code's sandbox cannot run here
    78   the policy document is invalid`,
 		Flags: []cli.Flag{
@@ -97,15 +110,16 @@ func uninstallCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "uninstall",
 		Usage: "take toolgate's hook out of Claude Code's settings",
-		Description: `Removes every toolgate-hook entry from the user's or the project's Claude Code
-settings, and the hook events and "hooks" object that held only them, and the
-"sandbox" block install added (one the user changed since is theirs, and
-stays); the rest of the file stays as it was, byte for byte. A settings file toolgate created is
+		Description: `Removes every toolgate-hook entry from the user's, the project's or the local
+(--scope local) Claude Code settings, and the hook events and "hooks" object that held only them,
+and the "sandbox" block install added (one the user changed since is theirs, and stays); the rest
+of the file stays as it was, byte for byte. A settings file toolgate created is
 removed once it holds nothing. Running sessions keep their hooks until they end.
 
 EXAMPLES
    toolgate uninstall
    toolgate uninstall --scope project
+   toolgate uninstall --scope local
 
 EXIT STATUS
    0    removed (or nothing to remove)
@@ -127,7 +141,7 @@ EXIT STATUS
 }
 
 func scopeFlag() cli.Flag {
-	return &cli.StringFlag{Name: "scope", Usage: "user (~/.claude/settings.json) or project (./.claude/settings.json)", Value: "user"}
+	return &cli.StringFlag{Name: "scope", Usage: "user (~/.claude/settings.json), project (./.claude/settings.json, shared) or local (./.claude/settings.local.json)", Value: "user"}
 }
 
 // settingsPath is the settings file of a scope, and the project directory.
@@ -145,8 +159,10 @@ func settingsPath(scope string) (path, project string, err error) {
 		return install.UserSettings(os.Getenv, home), project, nil
 	case "project":
 		return install.ProjectSettings(project), project, nil
+	case "local":
+		return install.LocalSettings(project), project, nil
 	}
-	return "", "", usagef("--scope must be user or project, not %q", scope)
+	return "", "", usagef("--scope must be user, project or local, not %q", scope)
 }
 
 // installOptions checks the policy and the hook and says how the hook's
@@ -182,8 +198,8 @@ func installOptions(cliCtx *cli.Context, project string) (install.Options, error
 		return install.Options{}, fmt.Errorf("the hook binary is missing: %w\nTry: go build -o bin/ ./cmd/... and run bin/toolgate install, or pass --hook", err)
 	}
 	if cliCtx.String("scope") == "project" {
-		if rel, err := filepath.Rel(project, policyPath); err == nil && !strings.HasPrefix(rel, "..") {
-			policyPath = rel
+		if hookPath, policyPath, err = portable(project, hookPath, policyPath); err != nil {
+			return install.Options{}, err
 		}
 	}
 	o := install.Options{Hook: hookPath, Policy: policyPath, ApprovalTimeout: timeout, PermissionMargin: hook.PermissionMargin}
@@ -204,8 +220,8 @@ func installOptions(cliCtx *cli.Context, project string) (install.Options, error
 // the project, and Claude Code's own settings files in it): for a project
 // in which toolgate's files lie, and for a sandbox with allowWrite paths.
 func installProtected(hookPath, policyPath string) []string {
-	p := gatePaths(os.Getenv(ledgerEnv))
-	out := []string{p.RuntimeDir, p.StateDir, p.LedgerDir(), xdgDir("XDG_CONFIG_HOME", ".config"), hookPath, policyPath}
+	p := livePaths()
+	out := []string{p.RuntimeDir, p.StateDir, p.LedgerDir(), configDir(), hookPath, policyPath}
 	if self, err := os.Executable(); err == nil {
 		out = append(out, self)
 	}
@@ -213,6 +229,51 @@ func installProtected(hookPath, policyPath string) []string {
 		out = append(out, filepath.Dir(install.UserSettings(os.Getenv, home)))
 	}
 	return out
+}
+
+// portable names the hook and the policy as a settings file the team
+// shares must: every path on this machine is someone else's nowhere. The
+// policy must be in the project; the hook in the project, or on PATH.
+func portable(project, hookPath, policyPath string) (hookName, policyName string, err error) {
+	policyName, ok := under(project, policyPath)
+	if !ok {
+		return "", "", fmt.Errorf("the policy %s is outside the project, so the settings the team shares cannot name it: %w\n"+
+			"Try: toolgate policy init --output .claude/toolgate-policy.json, then --policy .claude/toolgate-policy.json; or --scope local", policyPath, fs.ErrNotExist)
+	}
+	if rel, ok := under(project, hookPath); ok {
+		return rel, policyName, nil
+	}
+	onPath, err := exec.LookPath(install.HookName)
+	if err != nil {
+		return "", "", fmt.Errorf("%s is not on your PATH and not in the project, so the settings the team shares cannot name it (%s is this machine's): %w\n"+
+			"Try: put it on PATH with toolgate beside it (cp %s %s ~/.local/bin/), or --scope local for this checkout only",
+			install.HookName, hookPath, fs.ErrNotExist, hookPath, filepath.Join(filepath.Dir(hookPath), "toolgate"))
+	}
+	if same, _ := sameFile(onPath, hookPath); !same {
+		fmt.Fprintf(os.Stderr, "toolgate: the settings name %s from PATH: here that is %s, not %s\n", install.HookName, onPath, hookPath)
+	}
+	return install.HookName, policyName, nil
+}
+
+// under is path relative to dir, when it is inside it.
+func under(dir, path string) (string, bool) {
+	rel, err := filepath.Rel(dir, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", false
+	}
+	return rel, true
+}
+
+func sameFile(a, b string) (bool, error) {
+	ia, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	ib, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(ia, ib), nil
 }
 
 func settingsError(err error) error {

@@ -56,11 +56,31 @@ func TestPolicyCheck(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &report); err != nil || code != exitConfig {
 		t.Fatalf("--json: code %d, %v: %s", code, err, out)
 	}
-	if report.SchemaVersion != 1 || report.Valid || len(report.Files[0].Errors) == 0 {
+	if report.SchemaVersion != 2 || report.Valid || len(report.Files[0].Errors) == 0 || report.Files[0].Rules != nil || report.Files[0].Tests != nil {
 		t.Errorf("report: %+v", report)
+	}
+	if strings.Contains(out, `"rules": 0`) {
+		t.Errorf("an invalid file reads as one with no rules:\n%s", out)
 	}
 	if code, _, _ := run(t, "", "policy", "check", filepath.Join(t.TempDir(), "missing.json")); code != exitNoInput {
 		t.Errorf("missing file: code %d, want %d", code, exitNoInput)
+	}
+}
+
+// A prefix that can never match is a warning in FILE:LINE:COL form; the
+// policy stays valid.
+func TestPolicyCheckWarns(t *testing.T) {
+	p := writeFile(t, "warn.json", "{\"version\":1,\"default\":\"ask\",\"rules\":[\n"+
+		`{"id":"deny-push","effect":"deny","tool":"Bash","reason_code":"x","input":{"command":{"command":[["git push"]]}}}]}`)
+	code, _, errOut := run(t, "", "policy", "check", p)
+	if code != 0 || !strings.Contains(errOut, `warn.json:2:98: rule "deny-push": warning: the word "git push" holds a space`) {
+		t.Errorf("code %d, stderr %q", code, errOut)
+	}
+	code, out, _ := run(t, "", "policy", "check", "--json", p)
+	var report checkReport
+	if err := json.Unmarshal([]byte(out), &report); err != nil || code != 0 || !report.Valid ||
+		len(report.Files[0].Warnings) != 1 || report.Files[0].Warnings[0].Line != 2 {
+		t.Errorf("--json: code %d, %v: %s", code, err, out)
 	}
 }
 
@@ -132,7 +152,7 @@ func TestPolicyExportSettings(t *testing.T) {
 		}
 		return false
 	}
-	if !has(s.Permissions.Deny, "Bash(rm -rf *)") || !has(s.Permissions.Ask, "Bash(git push *)") ||
+	if !has(s.Permissions.Deny, "Bash(rm -r *)") || !has(s.Permissions.Ask, "Bash(git push *)") ||
 		!has(s.Permissions.Allow, "Read(./**)") || !has(s.Permissions.Ask, "mcp__github__*") {
 		t.Errorf("permissions: %+v", s.Permissions)
 	}
@@ -200,6 +220,74 @@ func TestRunRefusesBeforeClaudeStarts(t *testing.T) {
 	}
 }
 
+// What toolgate run can know before claude starts, it says before: an
+// unwritable --report (73; it used to be found after claude ran in full)
+// and a missing policy (66, saying where it looked and how to get one).
+func TestRunChecksBeforeClaudeStarts(t *testing.T) {
+	t.Setenv("TOOLGATE_RUNTIME_DIR", filepath.Join(t.TempDir(), "rt"))
+	t.Setenv("TOOLGATE_STATE_DIR", filepath.Join(t.TempDir(), "state"))
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("TOOLGATE_POLICY", "")
+	hook := writeFile(t, "toolgate-hook", "#!/bin/sh\n")
+	ran := filepath.Join(t.TempDir(), "claude-ran")
+	claude := writeFile(t, "claude", "#!/bin/sh\ntouch "+ran+"\n")
+	os.Chmod(claude, 0o700)
+	dir := t.TempDir()
+	os.Chmod(dir, 0o500)
+	for _, report := range []string{filepath.Join(dir, "sub", "r.json"), t.TempDir()} {
+		code, _, errOut := run(t, "", "run", "--hook", hook, "--policy", seed, "--report", report, "--", claude, "-p", "x")
+		if code != exitCantCreat || !strings.Contains(errOut, "claude was not started") || !strings.Contains(errOut, "Try: ") {
+			t.Errorf("report %s: exit %d %q, want %d", report, code, errOut, exitCantCreat)
+		}
+	}
+	code, _, errOut := run(t, "", "run", "--hook", hook, "--", claude, "-p", "x")
+	if code != exitNoInput || !strings.Contains(errOut, defaultPolicy()) || !strings.Contains(errOut, "toolgate policy init") ||
+		!strings.Contains(errOut, "--profile ci") {
+		t.Errorf("no default policy: exit %d %q", code, errOut)
+	}
+	code, _, errOut = run(t, "", "run", "--hook", hook, "--policy", "/no/such/policy.json", "--", claude, "-p", "x")
+	if code != exitNoInput || !strings.Contains(errOut, "policy init --output /no/such/policy.json") {
+		t.Errorf("a named policy that is missing: exit %d %q", code, errOut)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("claude was started")
+	}
+}
+
+// toolgate policy init writes the laptop or CI example where run looks by
+// default, and never replaces a policy without --force.
+func TestPolicyInit(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("TOOLGATE_POLICY", "")
+	if code, out, errOut := run(t, "", "policy", "init"); code != 0 || out != "" || errOut != "" {
+		t.Fatalf("policy init: %d %q %q, want 0 and quiet", code, out, errOut)
+	}
+	info, err := os.Stat(defaultPolicy())
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("the default policy: %v %v", info, err)
+	}
+	code, out, _ := run(t, "", "policy", "check", "--json", defaultPolicy())
+	if code != 0 || !strings.Contains(out, `"valid": true`) {
+		t.Errorf("the starter policy does not check: %d %s", code, out)
+	}
+	if code, _, errOut := run(t, "", "policy", "init", "--profile", "ci"); code != exitCantCreat || !strings.Contains(errOut, "--force") {
+		t.Errorf("over an existing policy: %d %q", code, errOut)
+	}
+	if code, _, _ := run(t, "", "policy", "init", "--profile", "ci", "--force"); code != 0 {
+		t.Errorf("--force: %d", code)
+	}
+	if _, out, _ := run(t, "", "policy", "test", defaultPolicy(), "--call", `{"name":"mcp__x__y","input":{}}`); !strings.HasPrefix(out, "deny by the default") {
+		t.Errorf("the ci profile's default: %q", out)
+	}
+	other := filepath.Join(t.TempDir(), "p.json")
+	if code, _, _ := run(t, "", "policy", "init", "--output", other); code != 0 {
+		t.Errorf("--output: %d", code)
+	}
+	if code, _, _ := run(t, "", "policy", "init", "--profile", "server"); code != exitUsage {
+		t.Errorf("an unknown profile: %d", code)
+	}
+}
+
 func TestSchemaCommand(t *testing.T) {
 	code, list, _ := run(t, "", "schema")
 	if code != 0 {
@@ -221,5 +309,202 @@ func TestSchemaCommand(t *testing.T) {
 	}
 	if code, _, _ := run(t, "", "schema", "nosuch"); code != exitUsage {
 		t.Errorf("an unknown schema: %d", code)
+	}
+}
+
+// A bad command line says what was probably meant and which help to read.
+func TestUsageErrorsHelp(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"run", "--polcy", "p.json", "--", "claude"}, []string{"no flag --polcy", "did you mean --policy?", "Try: toolgate run --help"}},
+		{[]string{"policy", "init", "--prfile", "ci"}, []string{"did you mean --profile?", "Try: toolgate policy init --help"}},
+		{[]string{"run", "--approval-timeout", "10", "--", "claude"}, []string{"--approval-timeout takes a duration", "90s", "10m", "Try: toolgate run --help"}},
+		{[]string{"run", "--policy"}, []string{"--policy needs a value", "Try: toolgate run --help"}},
+		{[]string{"run", "--on-ask", "maybe", "--", "claude"}, []string{"--on-ask must be wait, deny or defer", "Try: toolgate run --help"}},
+		{[]string{"pendng"}, []string{"did you mean toolgate pending?", "Try: toolgate --help"}},
+		{[]string{"policy", "chek", "x.json"}, []string{"did you mean toolgate policy check?", "Try: toolgate policy --help"}},
+		{[]string{"policy.json", "--help"}, []string{`"policy.json" is a file, not a command`, "toolgate policy check policy.json"}},
+		{[]string{"--versoin"}, []string{"did you mean --version?"}},
+		{[]string{"help", "polcy"}, []string{"did you mean toolgate policy?"}},
+		{[]string{"completion", "tcsh"}, []string{"bash, zsh and fish"}},
+	} {
+		code, _, errOut := run(t, "", tt.args...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", tt.args, code, exitUsage)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%v: stderr lacks %q:\n%s", tt.args, w, errOut)
+			}
+		}
+		if strings.Contains(errOut, " -polcy") || strings.Contains(errOut, "flag provided but not defined") {
+			t.Errorf("%v: the flag package's words reach the user:\n%s", tt.args, errOut)
+		}
+	}
+}
+
+func TestHelpVersionCompletion(t *testing.T) {
+	if code, out, _ := run(t, "", "help", "run"); code != 0 || !strings.Contains(out, "toolgate run - run claude") {
+		t.Errorf("help run: %d %.80q", code, out)
+	}
+	if code, out, _ := run(t, "", "help", "policy", "init"); code != 0 || !strings.Contains(out, "toolgate policy init - write a starter policy") {
+		t.Errorf("help policy init: %d %.80q", code, out)
+	}
+	// It suggested a file Claude Code does not read.
+	if _, out, _ := run(t, "", "policy", "export-settings", "--help"); strings.Contains(out, "permissions.json") || !strings.Contains(out, ".claude/settings.local.json") {
+		t.Errorf("export-settings --help:\n%s", out)
+	}
+	// The cap on a rule's approval_timeout in installed sessions is said.
+	if _, out, _ := run(t, "", "install", "--help"); !strings.Contains(out, "never lengthen it") {
+		t.Errorf("install --help does not say how approval_timeout is capped:\n%s", out)
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, out, _ := run(t, "", args...)
+		if code != 0 || !strings.HasPrefix(out, "toolgate dev (") || !strings.Contains(out, "tested with Claude Code 2.1.332 (pinned), 2.1.150") {
+			t.Errorf("%v: %d %q", args, code, out)
+		}
+	}
+	code, out, _ := run(t, "", "version", "--json")
+	var b buildInfo
+	if err := json.Unmarshal([]byte(out), &b); err != nil || code != 0 || b.SchemaVersion != 1 || b.Go == "" || len(b.ClaudeCode) != 2 {
+		t.Errorf("version --json: %d %v %s", code, err, out)
+	}
+	for shell, want := range map[string]string{"bash": "complete -o bashdefault", "zsh": "compdef _toolgate toolgate", "fish": "complete -c toolgate"} {
+		if code, out, _ := run(t, "", "completion", shell); code != 0 || !strings.Contains(out, want) {
+			t.Errorf("completion %s: %d %.120q", shell, code, out)
+		}
+	}
+	// What the scripts ask: the words that may come next (urfave reads
+	// the last word typed from os.Args).
+	args := os.Args
+	defer func() { os.Args = args }()
+	os.Args = []string{"toolgate", "policy", "--generate-bash-completion"}
+	if _, out, _ := run(t, "", os.Args[1:]...); !strings.Contains(out, "init\n") || strings.Contains(out, "help\n") {
+		t.Errorf("completion of policy: %q", out)
+	}
+	os.Args = []string{"toolgate", "run", "--po", "--generate-bash-completion"}
+	if _, out, _ := run(t, "", os.Args[1:]...); !strings.Contains(out, "--policy") {
+		t.Errorf("completion of run --po: %q", out)
+	}
+}
+
+// Each command's EXIT STATUS lists codes from the table only, and the
+// approvers, audit and the policy group list none they cannot return.
+func TestExitStatusListsWhatCanHappen(t *testing.T) {
+	known := map[string]bool{"N": true}
+	for _, line := range strings.Split(exitStatusHelp, "\n")[1:] {
+		known[strings.Fields(line)[0]] = true
+	}
+	never := map[string][]string{
+		"pending": {"65", "75", "77", "79"}, "show": {"75", "77", "79"}, "watch": {"69"}, "audit": {"75", "77", "78", "79", "80"},
+		"policy": {"69", "75", "77", "79", "80"}, "daemon status": {"65", "75", "77"},
+	}
+	app := newApp(nil, nil, nil)
+	var walk func(prefix string, cmds []*cli.Command)
+	walk = func(prefix string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			name := strings.TrimSpace(prefix + c.Name)
+			_, status, _ := strings.Cut(c.Description, "EXIT STATUS\n")
+			codes := map[string]bool{}
+			for _, line := range strings.Split(status, "\n") {
+				if f := strings.Fields(line); len(f) > 0 && (f[0] == "N" || f[0][0] >= '0' && f[0][0] <= '9') {
+					codes[f[0]] = true
+					if !known[f[0]] {
+						t.Errorf("%s: exit %s is not in the table", name, f[0])
+					}
+				}
+			}
+			for _, code := range never[name] {
+				if codes[code] {
+					t.Errorf("%s lists exit %s, which it cannot return", name, code)
+				}
+			}
+			walk(name+" ", c.Subcommands)
+		}
+	}
+	walk("", app.Commands)
+}
+
+// An empty field is left out, never printed as "reason_code " or "(pid 0, )".
+func TestShowLeavesOutEmptyFields(t *testing.T) {
+	var b bytes.Buffer
+	d := api.ApprovalDetail{Approval: api.Approval{ID: "apr_1", Status: "approved", ToolName: "Bash", Input: json.RawMessage(`{"command":"ls"}`)},
+		Decision:  &api.Decision{Actor: "user:alex", Decision: api.EffectAllow},
+		WriteBack: &api.WriteBack{Effect: api.EffectAllow, WroteBack: true}}
+	printApproval(&b, d)
+	printDecision(&b, d)
+	for _, bad := range []string{"reason_code )", "reason_code ,", "reason_code \n", "(pid 0", ", )", "()"} {
+		if strings.Contains(b.String(), bad) {
+			t.Errorf("%q in:\n%s", bad, b.String())
+		}
+	}
+	if !strings.Contains(b.String(), "approved by user:alex at") || !strings.Contains(b.String(), "written back to claude: allow\n") {
+		t.Errorf("show:\n%s", b.String())
+	}
+}
+
+// A project's shared settings name the hook and the policy portably: from
+// PATH or the project, never by this machine's absolute paths; what cannot
+// be named so is refused with the way out. --scope local is this checkout's.
+func TestInstallScopes(t *testing.T) {
+	seedDoc, err := os.ReadFile(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := t.TempDir()
+	t.Chdir(project)
+	bin := t.TempDir()
+	hook := filepath.Join(bin, "toolgate-hook")
+	os.WriteFile(hook, []byte("#!/bin/sh\n"), 0o755)
+	os.MkdirAll(filepath.Join(project, ".claude"), 0o755)
+	os.WriteFile(filepath.Join(project, ".claude", "p.json"), seedDoc, 0o600)
+	outside := writeFile(t, "p.json", string(seedDoc))
+	t.Setenv("PATH", "/usr/bin:/bin")
+
+	code, _, errOut := run(t, "", "install", "--scope", "project", "--policy", ".claude/p.json", "--hook", hook)
+	if code != exitNoInput || !strings.Contains(errOut, "not on your PATH") || !strings.Contains(errOut, "--scope local") {
+		t.Errorf("a hook off PATH: %d %q", code, errOut)
+	}
+	code, _, errOut = run(t, "", "install", "--scope", "project", "--policy", outside, "--hook", hook)
+	if code != exitNoInput || !strings.Contains(errOut, "outside the project") || !strings.Contains(errOut, "policy init --output") {
+		t.Errorf("a policy outside the project: %d %q", code, errOut)
+	}
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	if code, _, errOut := run(t, "", "install", "--scope", "project", "--policy", ".claude/p.json", "--hook", hook); code != 0 || errOut != "" {
+		t.Fatalf("install --scope project: %d %q", code, errOut)
+	}
+	shared, _ := os.ReadFile(filepath.Join(project, ".claude", "settings.json"))
+	if !strings.Contains(string(shared), `exec 'toolgate-hook' --policy \"$CLAUDE_PROJECT_DIR\"/'.claude/p.json'`) ||
+		strings.Contains(string(shared), project) || strings.Contains(string(shared), bin) {
+		t.Errorf("the shared settings name this machine's paths:\n%s", shared)
+	}
+	// A hook that lives in the project is named from it.
+	os.MkdirAll(filepath.Join(project, "bin"), 0o755)
+	os.WriteFile(filepath.Join(project, "bin", "toolgate-hook"), []byte("#!/bin/sh\n"), 0o755)
+	if code, _, errOut := run(t, "", "install", "--scope", "project", "--policy", ".claude/p.json", "--hook", "bin/toolgate-hook"); code != 0 {
+		t.Fatalf("a hook in the project: %d %q", code, errOut)
+	}
+	shared, _ = os.ReadFile(filepath.Join(project, ".claude", "settings.json"))
+	if !strings.Contains(string(shared), `exec \"$CLAUDE_PROJECT_DIR\"/'bin/toolgate-hook'`) {
+		t.Errorf("a hook in the project:\n%s", shared)
+	}
+	// This checkout only: any path will do, in settings.local.json.
+	if code, _, errOut := run(t, "", "install", "--scope", "local", "--policy", outside, "--hook", hook); code != 0 {
+		t.Fatalf("install --scope local: %d %q", code, errOut)
+	}
+	local, _ := os.ReadFile(filepath.Join(project, ".claude", "settings.local.json"))
+	if !strings.Contains(string(local), "'"+hook+"'") || !strings.Contains(string(local), "'"+outside+"'") {
+		t.Errorf("the local settings:\n%s", local)
+	}
+	if code, _, _ := run(t, "", "uninstall", "--scope", "local"); code != 0 {
+		t.Errorf("uninstall --scope local: %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(project, ".claude", "settings.local.json")); !os.IsNotExist(err) {
+		t.Errorf("the local settings file toolgate created stays: %v", err)
+	}
+	if code, _, _ := run(t, "", "install", "--scope", "team"); code != exitUsage {
+		t.Errorf("--scope team: %d", code)
 	}
 }

@@ -22,21 +22,27 @@ how to approve instead. examples/systemd has a user unit for it.
 EXAMPLES
    toolgate notify
    systemctl --user enable --now toolgate-notify
+   toolgate notify --fleet "postgres://alice@db.internal/toolgate?sslmode=verify-full"
+
+It starts no daemon: it waits for one, and follows it when it starts again.
 
 EXIT STATUS
    0    stopped
-   69   no session bus or notification service, or the daemon cannot be started`,
+   64   bad command line
+   69   no session bus or notification service`,
+		Flags: []cli.Flag{fleetFlag("notify of every host's asks, from the fleet's PostgreSQL (a DSN with an approver's role)")},
 		Action: func(cliCtx *cli.Context) error {
 			bus, err := dbus.ConnectSessionBus()
 			if err != nil {
 				return &gateUnavailable{fmt.Errorf("no D-Bus session bus: %w\nTry: run it in your desktop session, or approve with toolgate watch", err)}
 			}
 			defer bus.Close()
-			client, err := approverClient(cliCtx.Context)
+			source, done, err := approverSource(cliCtx)
 			if err != nil {
 				return err
 			}
-			n := &notify.Notifier{Bus: bus, Approver: client, Log: cliCtx.App.ErrWriter}
+			defer done()
+			n := &notify.Notifier{Bus: bus, Approver: source, Log: cliCtx.App.ErrWriter}
 			if err := n.Run(cliCtx.Context); err != nil {
 				return &gateUnavailable{err}
 			}

@@ -12,63 +12,49 @@ import (
 )
 
 // Where toolgate keeps its state, following the XDG base directory
-// specification. Each has a flag or an environment variable too.
-const (
-	ledgerEnv = "TOOLGATE_LEDGER"
-	appName   = "toolgate"
-)
+// specification (see api.PathsFrom). Each has a flag or an environment
+// variable too.
+const ledgerEnv = "TOOLGATE_LEDGER"
 
-// xdgDir returns $env/toolgate, or ~/fallback/toolgate when env is unset
-// or not absolute (as the specification asks).
-func xdgDir(env, fallback string) string {
-	if dir := os.Getenv(env); filepath.IsAbs(dir) {
-		return filepath.Join(dir, appName)
+// envPaths are the paths this process's environment names; ledger, when
+// set, names the ledger directory. The daemon serves these.
+func envPaths(ledger string) api.Paths {
+	p := api.PathsFrom(os.Getenv)
+	if ledger != "" {
+		p.Ledger = ledger
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		home = os.TempDir()
-	}
-	return filepath.Join(home, fallback, appName)
+	return p
 }
 
-// runtimeDir is where the sockets live (see api.RuntimeDir).
-func runtimeDir() string { return api.RuntimeDir(os.Getenv) }
-
-// stateDir is TOOLGATE_STATE_DIR, or $XDG_STATE_HOME/toolgate.
-func stateDir() string {
-	if dir := os.Getenv("TOOLGATE_STATE_DIR"); filepath.IsAbs(dir) {
-		return dir
-	}
-	return xdgDir("XDG_STATE_HOME", ".local/state")
-}
-
-// gatePaths are the daemon's paths; ledger overrides the ledger directory.
-func gatePaths(ledger string) api.Paths {
-	return api.Paths{RuntimeDir: runtimeDir(), StateDir: stateDir(), Ledger: ledger}
-}
+// livePaths are those of the daemon that serves the user's ledger, found
+// by its record whatever runtime directory it was started with; the
+// environment's when none runs. Clients use these.
+func livePaths() api.Paths { return envPaths("").Live() }
 
 // defaultLedgerDir is $XDG_STATE_HOME/toolgate/ledger.
-func defaultLedgerDir() string { return gatePaths("").LedgerDir() }
+func defaultLedgerDir() string { return envPaths("").LedgerDir() }
+
+// configDir is $XDG_CONFIG_HOME/toolgate.
+func configDir() string { return api.ConfigDir(os.Getenv) }
 
 // defaultPolicy is $XDG_CONFIG_HOME/toolgate/policy.json.
-func defaultPolicy() string {
-	return filepath.Join(xdgDir("XDG_CONFIG_HOME", ".config"), "policy.json")
-}
+func defaultPolicy() string { return filepath.Join(configDir(), "policy.json") }
 
 // ensureDaemon starts the daemon when none runs, for the commands that
-// talk to it (toolgate run, audit, pending, show, approve, deny).
-func ensureDaemon(ctx context.Context) error { return startDetached(ctx, os.Getenv(ledgerEnv)) }
+// need one whatever happens (toolgate run, audit), and returns the paths
+// of the one that serves.
+func ensureDaemon(ctx context.Context) (api.Paths, error) { return startDetached(ctx, "") }
 
 // startDetached starts a daemon on the ledger when none answers, detached,
 // exiting after 5 idle minutes.
-func startDetached(ctx context.Context, ledger string) error {
+func startDetached(ctx context.Context, ledger string) (api.Paths, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return api.Paths{}, err
 	}
-	_, err = daemon.Ensure(ctx, daemon.StartConfig{Paths: gatePaths(ledger), Self: self, IdleExit: 5 * time.Minute})
+	_, p, err := daemon.Ensure(ctx, daemon.StartConfig{Paths: envPaths(ledger), Self: self, IdleExit: 5 * time.Minute})
 	if err != nil {
-		return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate doctor", err)}
+		return p, &gateUnavailable{fmt.Errorf("%w\nTry: toolgate doctor", err)}
 	}
-	return nil
+	return p, nil
 }

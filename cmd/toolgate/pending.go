@@ -16,15 +16,21 @@ approval_expired).
 EXAMPLES
    toolgate pending
    toolgate pending --json | jq -r '.approvals[].approval.id'
+   toolgate pending --fleet "postgres://alice@db.internal/toolgate?sslmode=verify-full"
 
-` + approverExitStatus,
-		Flags: []cli.Flag{jsonFlag()},
+With --fleet (or TOOLGATE_FLEET) it lists every host's pending asks from the
+fleet's PostgreSQL, each with its host.
+
+EXIT STATUS
+   0    listed (nothing when nothing waits)
+   64   bad command line
+   69   no daemon is running (it starts none: with none, no ask waits)`,
+		Flags: []cli.Flag{jsonFlag(), fleetFlag("list the fleet's pending asks, every host's, from its PostgreSQL (a DSN)")},
 		Action: func(cliCtx *cli.Context) error {
-			client, err := approverClient(cliCtx.Context)
-			if err != nil {
-				return err
+			if dsn := cliCtx.String("fleet"); dsn != "" {
+				return fleetPending(cliCtx, dsn)
 			}
-			list, err := client.Pending(cliCtx.Context)
+			list, err := approverClient().Pending(cliCtx.Context)
 			if err != nil {
 				return approverError(err)
 			}

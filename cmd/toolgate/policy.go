@@ -23,8 +23,11 @@ EXAMPLES
    toolgate policy diff main.json pr.json --history
    toolgate policy schema > policy.schema.json
 
-` + exitStatusHelp,
+EXIT STATUS
+   0    help shown (each subcommand's --help lists its own codes)
+   64   no such subcommand`,
 		Subcommands: []*cli.Command{
+			policyInitCommand(),
 			policyCheckCommand(),
 			policyTestCommand(),
 			policyExplainCommand(),

@@ -18,6 +18,8 @@ func policyCheckCommand() *cli.Command {
 		Description: `Loads each file strictly (JSON syntax, the policy JSON Schema, rule ids, regular
 expressions, tool schemas) and runs its inline tests. Quiet when every file is
 valid; otherwise every problem is listed as FILE:LINE:COL: rule "ID": what.
+What is valid but cannot do what it seems to say (a command prefix that can
+never match) is listed the same way as a warning; warnings alone exit 0.
 
 EXAMPLES
    toolgate policy check examples/policies/*.json
@@ -38,7 +40,9 @@ EXIT STATUS
 	}
 }
 
-// checkReport is the --json output of policy check.
+// checkReport is the --json output of policy check. Its schema_version:
+// 1 (2026-11-29); 2 (2026-12-03): an invalid file has no rules and tests
+// counts (they read 0), only its errors.
 type checkReport struct {
 	SchemaVersion int         `json:"schema_version"`
 	Valid         bool        `json:"valid"`
@@ -50,9 +54,11 @@ type checkFile struct {
 	Valid   bool         `json:"valid"`
 	Version int          `json:"version,omitempty"`
 	SHA256  string       `json:"sha256,omitempty"`
-	Rules   int          `json:"rules"`
-	Tests   int          `json:"tests"`
+	Rules   *int         `json:"rules,omitempty"` // a valid file's
+	Tests   *int         `json:"tests,omitempty"`
 	Errors  []checkError `json:"errors"`
+	// Warnings: valid, but a rule cannot do what it seems to say.
+	Warnings []checkError `json:"warnings"`
 }
 
 type checkError struct {
@@ -63,16 +69,23 @@ type checkError struct {
 }
 
 func runPolicyCheck(stdout, stderr io.Writer, files []string, asJSON bool) error {
-	report := checkReport{SchemaVersion: 1, Valid: true}
+	report := checkReport{SchemaVersion: 2, Valid: true}
 	var unreadable error
 	for _, f := range files {
-		cf := checkFile{File: f, Errors: []checkError{}}
+		cf := checkFile{File: f, Errors: []checkError{}, Warnings: []checkError{}}
 		p, err := policy.Load(f)
 		var errs policy.LoadErrors
 		switch {
 		case err == nil:
 			cf.Valid, cf.Version, cf.SHA256 = true, p.Version, p.SHA256
-			cf.Rules, cf.Tests = len(p.Rules()), len(p.Document().Tests)
+			rules, tests := len(p.Rules()), len(p.Document().Tests)
+			cf.Rules, cf.Tests = &rules, &tests
+			for _, w := range p.Warnings() {
+				cf.Warnings = append(cf.Warnings, checkError{w.Line, w.Col, w.RuleID, w.Msg})
+				if !asJSON {
+					fmt.Fprintln(stderr, w.Warning())
+				}
+			}
 		case errors.As(err, &errs):
 			for _, e := range errs {
 				cf.Errors = append(cf.Errors, checkError{e.Line, e.Col, e.RuleID, e.Msg})

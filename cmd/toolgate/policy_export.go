@@ -19,8 +19,15 @@ Read(./.env), Bash(git push *) or mcp__docs__search. Rules that cannot be
 projected are listed on standard error with the reason; they are left out,
 never widened. The policy stays the source of truth: this is a projection.
 
+Claude Code reads permissions from its settings files (.claude/settings.json,
+.claude/settings.local.json, ~/.claude/settings.json), not from a file of
+their own: merge the output into one of them, as the second example does.
+
 EXAMPLES
-   toolgate policy export-settings policy.json > .claude/permissions.json
+   toolgate policy export-settings policy.json
+   toolgate policy export-settings policy.json > /tmp/perms.json &&
+     jq -s '.[0] * .[1]' .claude/settings.local.json /tmp/perms.json > /tmp/merged.json &&
+     mv /tmp/merged.json .claude/settings.local.json
    toolgate policy export-settings --json policy.json | jq .unprojected
 
 EXIT STATUS

@@ -17,7 +17,8 @@ EXAMPLES
    toolgate policy schema > policy.schema.json
 
 EXIT STATUS
-   0    printed`,
+   0    printed
+   64   bad command line`,
 		Action: func(cliCtx *cli.Context) error {
 			if cliCtx.NArg() > 0 {
 				return usagef("policy schema takes no arguments")

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
@@ -53,31 +54,55 @@ where Claude Code's sandbox is on (--containment strict, or a settings file
 that enables it): the sandbox sends http hooks through its proxy, which refuses
 them, so there it is command, and http is refused.
 
+--on-ask says what an ask does: wait for a person (up to --approval-timeout),
+deny it at once (no_approver), or defer it: the approval is recorded and shown
+to approvers as any ask, and the run ends at once with exit 81, the approval's
+id in the summary and the report. Once a person decided, toolgate resume runs
+claude on from where it stopped (claude -p only). A session defers one call;
+another ask in the same message is denied deferred_sibling.
+
+Before claude starts, run lists the tools of the MCP servers the session will
+use (--mcp-config, the project's .mcp.json), to check their input against each
+tool's schema. Each server may take --mcp-timeout; one that takes more than a
+second says so on stderr, and one that does not answer in time is reported and
+its tools are not schema-checked. What a server listed is kept for --mcp-cache
+by its configuration (its command, arguments, variables, URL and executable),
+beside the ledger, so a cron job does not start each server once more per run.
+
 EXAMPLES
    toolgate run --policy policy.json -- claude -p "fix the failing test"
    toolgate run --report run.json --approval-timeout 10m -- claude -p --output-format json "tidy up"
    toolgate run --on-ask deny -- claude -p "nightly cleanup"   # unattended: asks are denied no_approver
    toolgate run --containment strict -- claude -p "refactor"    # Bash in Claude Code's sandbox too
    toolgate run --hook-transport command -- claude -p "tidy up"   # the hook binary, as installed sessions
+   toolgate run --on-ask defer --approval-timeout 12h -- claude -p "$(cat task.md)"   # cron: see toolgate resume
 
 EXIT STATUS
    0    claude succeeded and no call was denied
    N    claude's own exit code, when it failed for its own reasons
    64   bad command line, or claude arguments that would bypass the gate
-   69   the gate could not start (daemon, ledger, or the containment asked for);
-        claude was not started. Or the gate was lost during the session (its
-        daemon replaced or gone): claude was stopped, the report says why
+   66   the policy file does not exist or cannot be read; claude was not started
+   69   the gate could not start (daemon, ledger, or the containment asked for), or
+        claude is not found; claude was not started. Or the gate was lost during the
+        session (its daemon replaced or gone): claude was stopped, the report says why
+   73   the --report file cannot be created; claude was not started
    75   at least one approval expired (a timeout: retry later)
    77   at least one call was denied (policy, person, schema ...), none expired
-   78   the policy document is invalid; claude was not started`,
+   78   the policy document is invalid, or Claude Code's settings would take calls
+        around the gate (disableAllHooks, another PreToolUse hook); claude was not started
+   81   --on-ask defer: a call waits for a person, and the run ended; decide it
+        (toolgate approve or deny), then toolgate resume goes on`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "policy", Usage: "the policy file", EnvVars: []string{policyEnv}, Value: defaultPolicy(), DefaultText: "$XDG_CONFIG_HOME/toolgate/policy.json"},
 			&cli.StringFlag{Name: "report", Usage: "write the JSON report to `FILE`", EnvVars: []string{"TOOLGATE_REPORT"}},
 			&cli.DurationFlag{Name: "approval-timeout", Usage: "how long an ask waits for a person", EnvVars: []string{"TOOLGATE_APPROVAL_TIMEOUT"}, Value: api.DefaultApprovalTimeout},
-			&cli.StringFlag{Name: "on-ask", Usage: "wait (for a person) or deny (unattended)", EnvVars: []string{"TOOLGATE_ON_ASK"}, Value: "wait"},
+			&cli.StringFlag{Name: "on-ask", Usage: "wait (for a person), deny (unattended), or defer (end the run; toolgate resume goes on once a person decided)", EnvVars: []string{"TOOLGATE_ON_ASK"}, Value: api.OnAskWait},
 			&cli.StringFlag{Name: "claude", Usage: "the claude executable", EnvVars: []string{"TOOLGATE_CLAUDE"}, Value: "claude"},
 			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
 			&cli.StringFlag{Name: "hook-transport", Usage: "auto (http, or command where Claude Code's sandbox is on), http (run's loopback listener) or command (toolgate-hook, spawned for each event)", EnvVars: []string{"TOOLGATE_HOOK_TRANSPORT"}, Value: supervisor.HookAuto},
+			&cli.DurationFlag{Name: "mcp-timeout", Usage: "how long each MCP server may take to list its tools before claude starts", EnvVars: []string{"TOOLGATE_MCP_TIMEOUT"}, Value: supervisor.DefaultDiscoveryTimeout},
+			&cli.DurationFlag{Name: "mcp-cache", Usage: "how long an MCP server's listed tools are kept, by its configuration (0: list them on every run)", EnvVars: []string{"TOOLGATE_MCP_CACHE"}, Value: 24 * time.Hour},
+			&cli.BoolFlag{Name: "allow-other-hooks", Usage: "run even when Claude Code's settings have PreToolUse or PermissionRequest hooks of their own (one that allows may change the input that runs)"},
 			&cli.StringFlag{Name: "containment", Usage: "auto (Landlock where the kernel has it), landlock (or refuse to start), strict (Landlock and Claude Code's Bash sandbox, or refuse to start), or off", EnvVars: []string{"TOOLGATE_CONTAINMENT"}, Value: contain.Auto},
 		},
 		Action: func(cliCtx *cli.Context) error {
@@ -87,11 +112,16 @@ EXIT STATUS
 			}
 			report, err := supervisor.Run(cliCtx.Context, cfg)
 			var argsErr *claudecode.ArgsError
+			var settingsErr *supervisor.SettingsError
 			switch {
 			case errors.As(err, &argsErr):
-				return &usageError{argsErr.Msg}
+				return &usageError{msg: argsErr.Msg}
+			case errors.As(err, &settingsErr):
+				return &configError{settingsErr}
+			case errors.As(err, new(*supervisor.ReportError)):
+				return &cantCreateError{fmt.Errorf("%w; claude was not started\nTry: --report FILE in a directory you can write", err)}
 			case errors.As(err, new(*supervisor.UnavailableError)):
-				return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve in another terminal to see why, or check %s", err, gatePaths("").LogFile())}
+				return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve in another terminal to see why, or check %s", err, envPaths("").LogFile())}
 			case err != nil:
 				return err
 			}
@@ -105,8 +135,8 @@ EXIT STATUS
 
 func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 	onAsk := cliCtx.String("on-ask")
-	if onAsk != "wait" && onAsk != "deny" {
-		return supervisor.RunConfig{}, usagef("--on-ask must be wait or deny, not %q", onAsk)
+	if onAsk != api.OnAskWait && onAsk != api.OnAskDeny && onAsk != api.OnAskDefer {
+		return supervisor.RunConfig{}, usagef("--on-ask must be wait, deny or defer, not %q", onAsk)
 	}
 	if t := cliCtx.String("hook-transport"); t != supervisor.HookAuto && t != supervisor.HookHTTP && t != supervisor.HookCommand {
 		return supervisor.RunConfig{}, usagef("--hook-transport must be auto, http or command, not %q", t)
@@ -115,6 +145,19 @@ func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 	claude := cliCtx.String("claude")
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		claude, args = args[0], args[1:]
+	}
+	policyPath := cliCtx.String("policy")
+	if policyPath == "" { // TOOLGATE_POLICY set but empty
+		policyPath = defaultPolicy()
+	}
+	if _, err := os.Stat(policyPath); err != nil {
+		named := cliCtx.IsSet("policy") && cliCtx.String("policy") != ""
+		return supervisor.RunConfig{}, missingPolicy(policyPath, named, err)
+	}
+	// Absolute: toolgate resume reads it again, from anywhere.
+	policyPath, err := filepath.Abs(policyPath)
+	if err != nil {
+		return supervisor.RunConfig{}, err
 	}
 	claudePath, err := exec.LookPath(claude)
 	if err != nil {
@@ -137,13 +180,16 @@ func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 	}
 	home, _ := os.UserHomeDir()
 	return supervisor.RunConfig{
-		Paths:           gatePaths(os.Getenv(ledgerEnv)),
-		PolicyPath:      cliCtx.String("policy"),
+		Paths:           envPaths(""),
+		PolicyPath:      policyPath,
 		ReportPath:      cliCtx.String("report"),
 		ApprovalTimeout: cliCtx.Duration("approval-timeout"),
 		OnAsk:           onAsk,
 		Containment:     cliCtx.String("containment"),
-		ConfigDir:       xdgDir("XDG_CONFIG_HOME", ".config"),
+		AllowOtherHooks: cliCtx.Bool("allow-other-hooks"),
+		ConfigDir:       configDir(),
+		MCPTimeout:      cliCtx.Duration("mcp-timeout"),
+		MCPCacheTTL:     cliCtx.Duration("mcp-cache"),
 		Claude:          claudePath,
 		ClaudeArgs:      args,
 		Hook:            hook,

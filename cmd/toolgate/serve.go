@@ -38,36 +38,48 @@ EXAMPLES
    toolgate serve
    toolgate serve --ledger /var/tmp/toolgate-ledger --idle-exit 10m
    toolgate serve --background
+   toolgate serve --fleet "postgres://ci-runner-3@db.internal/toolgate?sslmode=verify-full"
+
+With a fleet DSN (--fleet, TOOLGATE_FLEET, or $XDG_CONFIG_HOME/toolgate/fleet.dsn)
+the daemon publishes its audit chain to PostgreSQL, and Postgres arbitrates its
+approvals (docs/fleet.md); without one nothing changes.
 
 EXIT STATUS
    0    stopped by SIGTERM or SIGINT, or idle; with --background: a daemon is ready
+   64   bad command line
    69   the ledger or the socket is unavailable, or a daemon already runs`,
 		Flags: []cli.Flag{
 			ledgerFlag(),
 			&cli.DurationFlag{Name: "idle-exit", Usage: "exit after this long with no session and no request (0: never)", EnvVars: []string{"TOOLGATE_IDLE_EXIT"}},
 			&cli.IntFlag{Name: "ready-fd", Hidden: true, Usage: "write \"ready\" to this file descriptor once listening"},
 			&cli.BoolFlag{Name: "background", Usage: "start a detached daemon when none answers, and return once it is ready"},
+			fleetFlag("publish to the fleet's PostgreSQL, which arbitrates approvals (a DSN with a host's role; default: $XDG_CONFIG_HOME/toolgate/fleet.dsn)"),
 		},
 		Action: func(cliCtx *cli.Context) error {
 			if cliCtx.Bool("background") {
-				return startDetached(cliCtx.Context, cliCtx.String("ledger"))
+				_, err := startDetached(cliCtx.Context, cliCtx.String("ledger"))
+				return err
 			}
+			var err error
 			if os.Getenv("GOMEMLIMIT") == "" {
 				debug.SetMemoryLimit(daemonMemoryLimit)
 			}
 			cfg := daemon.Config{
-				Paths:     gatePaths(cliCtx.String("ledger")),
+				Paths:     envPaths(cliCtx.String("ledger")),
 				Logger:    slog.New(slog.NewTextHandler(cliCtx.App.ErrWriter, nil)),
 				Version:   version,
 				IdleExit:  cliCtx.Duration("idle-exit"),
-				ConfigDir: xdgDir("XDG_CONFIG_HOME", ".config"),
+				ConfigDir: configDir(),
+			}
+			if cfg.Fleet, err = daemonFleet(cliCtx); err != nil {
+				return &gateUnavailable{err}
 			}
 			if fd := cliCtx.Int("ready-fd"); fd > 0 {
 				ready := os.NewFile(uintptr(fd), "ready")
 				defer ready.Close()
 				cfg.Ready = ready
 			}
-			err := daemon.Serve(cliCtx.Context, cfg)
+			err = daemon.Serve(cliCtx.Context, cfg)
 			if errors.Is(err, daemon.ErrRunning) {
 				return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate audit, or stop the running daemon first", err)}
 			}

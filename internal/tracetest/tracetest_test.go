@@ -1,0 +1,56 @@
+package tracetest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestParseLine(t *testing.T) {
+	tr := &Trace{}
+	for _, l := range []string{
+		`20848 execve("/usr/bin/ls", ["ls", "-a", "x \"y\"\n\303\251"], 0x563e13dcf650 /* 5 vars */ <unfinished ...>`,
+		`20848 <... execve resumed>)             = 0`,
+		`20847 openat(AT_FDCWD, "/dev/null", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 3`,
+		`20847 openat(AT_FDCWD, "a.txt", O_RDONLY) = 3`,
+		`20847 openat2(AT_FDCWD, "b", {flags=O_RDWR, mode=0}, 24) = -1 EACCES (Permission denied)`,
+		`20849 unlinkat(AT_FDCWD, "gone", 0) = -1 EACCES (Permission denied)`,
+		`20849 chdir("/") = 0`,
+	} {
+		tr.line(l)
+	}
+	if len(tr.Execs) != 1 || tr.Execs[0].Path != "/usr/bin/ls" || len(tr.Execs[0].Argv) != 3 || tr.Execs[0].Argv[2] != "x \"y\"\né" {
+		t.Errorf("execs: %q", tr.Execs)
+	}
+	if len(tr.Changes) != 3 || tr.Changes[0].Path != "/dev/null" || tr.Changes[1].Path != "b" || tr.Changes[2].Path != "gone" {
+		t.Errorf("changes: %+v", tr.Changes)
+	}
+	if !tr.Chdir {
+		t.Error("chdir not seen")
+	}
+}
+
+// A real run: what bash executes and writes is reported, a write that fails
+// included, and a script that does not end is killed.
+func TestBash(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	env := []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
+	tr, err := Bash(dir, "ls -a | cat; echo x > out.txt; cd /", env, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progs []string
+	for _, e := range tr.Execs[1:] {
+		progs = append(progs, filepath.Base(e.Path))
+	}
+	if len(progs) != 2 || !tr.Chdir || len(tr.Changes) != 1 || tr.Changes[0].Path != "out.txt" {
+		t.Errorf("execs %q, changes %+v, chdir %v", progs, tr.Changes, tr.Chdir)
+	}
+	start := time.Now()
+	tr, err = Bash(dir, "while :; do :; done", env, 300*time.Millisecond)
+	if err != nil || !tr.TimedOut || time.Since(start) > 5*time.Second {
+		t.Errorf("a loop: %v, timed out %v after %v", err, tr != nil && tr.TimedOut, time.Since(start))
+	}
+}

@@ -1,0 +1,146 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/api"
+)
+
+// argumentUnderOp matches a shell command line in which some program gets
+// a path under one of the directories: as an argument (cat ~/.ssh/id_rsa),
+// the value of an --option=PATH or NAME=PATH word, or a redirection target
+// (< .env). Paths are normalized like path_under's, against the session's
+// working directory and every directory the script may cd to; ~ expands to
+// the home directory.
+//
+// A word only known at run time, or a script that runs what the matcher
+// cannot see, counts as a match for deny and ask and as a miss for allow.
+// A glob counts when it may expand to such a path.
+type argumentUnderOp struct {
+	dirs   []string // as written
+	effect api.Effect
+}
+
+func (op argumentUnderOp) match(v gjson.Result, ev *evalCtx) bool {
+	return op.find(v, ev) != ""
+}
+
+// find returns what under the directories the script names, or "".
+func (op argumentUnderOp) find(v gjson.Result, ev *evalCtx) string {
+	if v.Type != gjson.String {
+		return ""
+	}
+	s := ev.script(v.Str)
+	deny := op.effect != api.EffectAllow
+	switch {
+	case s.unknown != "" && deny:
+		return "the script may run what the matcher cannot see: " + s.unknown
+	case s.unknown != "":
+		return ""
+	}
+	dirs := make([]string, len(op.dirs))
+	for i, d := range op.dirs {
+		dirs[i] = ev.normalizeRule(d)
+	}
+	for _, w := range s.pathWords() {
+		if found := op.word(s, w, dirs, ev, deny); found != "" {
+			return found
+		}
+	}
+	return ""
+}
+
+// pathWords is every word of the script a program may take as a path.
+func (s *script) pathWords() []word {
+	var out []word
+	for _, cmd := range s.commands {
+		out = append(out, cmd.assigns...)
+		for i, w := range cmd.argv {
+			if i > 0 || !w.known || strings.Contains(w.s, "/") {
+				out = append(out, w)
+			}
+		}
+	}
+	return append(out, s.redirs...)
+}
+
+// word checks one word: as a whole, and its value after = (--file=PATH).
+func (op argumentUnderOp) word(s *script, w word, dirs []string, ev *evalCtx, deny bool) string {
+	if !w.known {
+		if w.glob {
+			return op.glob(s, w, dirs, ev, deny)
+		}
+		if deny {
+			return fmt.Sprintf("word %s is only known at run time", w.raw)
+		}
+		return ""
+	}
+	for _, eq := range []bool{false, true} {
+		if eq && !strings.Contains(w.s, "=") {
+			break
+		}
+		got, ok := s.paths(w, ev.call.Cwd, ev.call.Home, eq)
+		if !ok {
+			if deny {
+				return fmt.Sprintf("%s may point anywhere: the script changes directory or root in a way the matcher cannot follow", w.raw)
+			}
+			continue
+		}
+		for _, p := range got {
+			for i, d := range dirs {
+				if pathUnder(p, d) {
+					return fmt.Sprintf("%s is %s, under %s", w.raw, p, op.dirs[i])
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// glob checks whether a pattern may expand to a path under one of the
+// directories: component by component, in any case.
+func (op argumentUnderOp) glob(s *script, w word, dirs []string, ev *evalCtx, deny bool) string {
+	if !deny {
+		return ""
+	}
+	lit := w
+	lit.known = true
+	got, ok := s.paths(lit, ev.call.Cwd, ev.call.Home, false)
+	if !ok || strings.Contains(w.s, "**") {
+		return fmt.Sprintf("glob %s may match anything", w.raw)
+	}
+	for _, p := range got {
+		for i, d := range dirs {
+			if globUnder(p, d) {
+				return fmt.Sprintf("glob %s may match a path under %s", w.raw, op.dirs[i])
+			}
+		}
+	}
+	return ""
+}
+
+// globUnder reports whether a normalized pattern may match dir or a path
+// inside it.
+func globUnder(pattern, dir string) bool {
+	ps := strings.Split(strings.ToLower(pattern), "/")
+	ds := strings.Split(strings.ToLower(dir), "/")
+	if dir == "/" {
+		ds = []string{""}
+	}
+	if len(ps) < len(ds) {
+		return false
+	}
+	for i, d := range ds {
+		if ok, err := path.Match(ps[i], d); !ok && err == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (op argumentUnderOp) explainMatch(v gjson.Result, ev *evalCtx) string {
+	return op.find(v, ev)
+}

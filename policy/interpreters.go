@@ -1,0 +1,245 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// bashShells run scripts the matcher parses: their -c script, or a
+// here-document or here-string on standard input, is looked into.
+var bashShells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true, "rbash": true}
+
+// otherShells run scripts in a language the matcher does not parse: a -c
+// script or standard input makes what they run unknown.
+var otherShells = map[string]bool{"zsh": true, "ksh": true, "ksh93": true, "mksh": true, "pdksh": true,
+	"oksh": true, "yash": true, "posh": true, "fish": true, "csh": true, "tcsh": true, "pwsh": true,
+	"nu": true, "elvish": true, "xonsh": true}
+
+// interpreter is a program that runs a script named by its first operand,
+// or given inline or on standard input. Only the first case is not unknown:
+// a script file, like a Makefile, is not looked into.
+type interpreter struct {
+	harmless  []string // options that neither hold code nor read it
+	valueOpts []string // harmless options that take the next word as their value
+	module    []string // options naming a module to run, like a script file (python -m)
+	subcmd    []string // a first operand that comes before the script (deno run)
+}
+
+var python = interpreter{harmless: []string{"-b", "-bb", "-B", "-d", "-E", "-I", "-O", "-OO", "-P", "-q",
+	"-R", "-s", "-S", "-u", "-v", "-x"}, valueOpts: []string{"-W", "-X"}, module: []string{"-m"}}
+
+var interpreters = map[string]interpreter{
+	"python": python, "python2": python, "python3": python, "pypy": python, "pypy3": python,
+	"perl": {harmless: []string{"-w", "-W", "-X", "-T", "-t", "-c"}},
+	"ruby": {harmless: []string{"-w", "-W"}},
+	"node": {}, "nodejs": {}, "deno": {subcmd: []string{"run"}}, "bun": {subcmd: []string{"run"}},
+	"php": {}, "lua": {}, "luajit": {}, "tclsh": {}, "wish": {}, "Rscript": {}, "julia": {}, "expect": {},
+}
+
+// alwaysUnknown run commands the matcher cannot see whatever their
+// arguments: su and script hand them to a shell, parallel builds them.
+var alwaysUnknown = map[string]string{
+	"su":       "su hands its command to the user's shell",
+	"sg":       "sg hands its command to a shell",
+	"newgrp":   "newgrp starts a shell reading standard input",
+	"script":   "script hands its command to a shell",
+	"parallel": "parallel builds the commands it runs from its input",
+}
+
+// interpreterFor finds the interpreter a program name stands for:
+// python3.12 is python.
+func interpreterFor(name string) (interpreter, bool) {
+	if in, ok := interpreters[name]; ok {
+		return in, true
+	}
+	base := strings.TrimRight(name, "0123456789.")
+	if base != name && (base == "python" || base == "pypy" || base == "lua" || base == "php" || base == "perl" || base == "ruby") {
+		return interpreters[base], true
+	}
+	return interpreter{}, false
+}
+
+// interpret looks at what an interpreter runs: a script file is not looked
+// into; an inline script, standard input or an option it does not know
+// makes what runs unknown.
+func (w *walker) interpret(name string, in interpreter, c candidate) []candidate {
+	args := c.argv[1:]
+	if len(args) > 0 && args[0].known && slices.Contains(in.subcmd, args[0].s) {
+		args = args[1:]
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case !a.known:
+			w.s.setUnknown(name + " runs a script named by " + a.raw + ", only known at run time")
+			return nil
+		case a.s == "-" || a.s == "--" && i+1 == len(args):
+			w.s.setUnknown(name + " reads its script from standard input")
+			return nil
+		case a.s == "--":
+			return scriptFile(args[i+1:])
+		case slices.Contains(in.module, a.s):
+			return nil // a module: like a script file
+		case slices.Contains(in.valueOpts, a.s):
+			i++
+		case slices.Contains(in.harmless, a.s) || len(a.s) > 2 && slices.Contains(in.valueOpts, a.s[:2]):
+		case strings.HasPrefix(a.s, "-"):
+			w.s.setUnknown(name + " " + a.s + " runs code the matcher cannot see")
+			return nil
+		default:
+			return scriptFile(args[i:])
+		}
+	}
+	w.s.setUnknown(name + " reads its script from standard input")
+	return nil
+}
+
+// scriptFile is the script an interpreter runs, as a program with its
+// arguments: the matcher does not look into the file.
+func scriptFile(args []word) []candidate {
+	return []candidate{{argv: args, script: true}}
+}
+
+// shell looks into what sh/bash run: the script of -c, or a here-document
+// on standard input. Options that change what runs (-s, -O, --rcfile,
+// options after -c, --) make it unknown.
+func (w *walker) shell(name string, c candidate, st *syntax.Stmt) []candidate {
+	args := c.argv[1:]
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case !a.known:
+			w.s.setUnknown(name + " gets arguments only known at run time: " + a.raw)
+			return nil
+		case a.s == "-o" || a.s == "+o":
+			i++
+		case len(a.s) < 2 || a.s[0] != '-' && a.s[0] != '+':
+			return w.shellFile(name, c, args[i:])
+		case shellOption(a.s) != "":
+			w.s.setUnknown(name + " " + a.s + shellOption(a.s))
+			return nil
+		case strings.HasPrefix(a.s, "--"):
+		case strings.IndexByte(a.s, 'c') > 0:
+			w.shellScript(name, args[i+1:])
+			return nil
+		case strings.HasSuffix(a.s, "o"):
+			i++ // -eo pipefail
+		}
+	}
+	if c.stdinArgs {
+		w.s.setUnknown(name + " runs a script file named by its input")
+		return nil
+	}
+	text, ok := w.stdinText(st)
+	if !ok {
+		w.s.setUnknown(name + " reads its script from standard input")
+		return nil
+	}
+	w.parse(text, name+" reading a here-document")
+	return nil
+}
+
+// shellFile is a shell's first operand: a script file, or - for
+// standard input.
+func (w *walker) shellFile(name string, c candidate, args []word) []candidate {
+	switch {
+	case args[0].s == "-":
+		w.s.setUnknown(name + " - reads its script from standard input")
+		return nil
+	case c.stdinArgs:
+		w.s.setUnknown(name + " runs a script file named by its input")
+	}
+	return scriptFile(args)
+}
+
+var shellLongOpts = []string{"--login", "--norc", "--noprofile", "--posix", "--restricted", "--verbose",
+	"--noediting", "--version", "--help"}
+
+// shellOption says why an option makes a shell's script unknown, or "".
+func shellOption(s string) string {
+	if strings.HasPrefix(s, "--") {
+		if slices.Contains(shellLongOpts, s) {
+			return ""
+		}
+		return ": the matcher cannot see what it runs"
+	}
+	for i, c := range s[1:] {
+		switch {
+		case c == 'o' && (i != len(s)-2 || strings.ContainsRune(s, 'c')):
+			return " mixes -o with other options the matcher does not follow"
+		case c == 's':
+			return " reads its script from standard input"
+		case c == 'O':
+			return " sets a shell option the matcher does not follow"
+		case !strings.ContainsRune("abcefhikmnoprtuvxBCDEHPT", c):
+			return ": an option the matcher does not know"
+		}
+	}
+	return ""
+}
+
+// shellScript handles the words after -c: the script, then $0, $1...
+func (w *walker) shellScript(name string, rest []word) {
+	if len(rest) == 0 {
+		w.s.setUnknown(name + " -c has no script")
+		return
+	}
+	if rest[0].known && rest[0].s != "" && (rest[0].s[0] == '-' || rest[0].s[0] == '+') {
+		w.s.setUnknown(name + " -c " + rest[0].s + ": options after -c hide which word is the script")
+		return
+	}
+	if len(rest) > 1 {
+		w.setsStrings = true // the script's positional parameters
+	}
+	w.nested(rest[0], name+" -c")
+}
+
+// nested looks into a script given as a word (bash -c, eval, trap, watch).
+func (w *walker) nested(script word, what string) {
+	if !script.known {
+		w.s.setUnknown(what + " runs a script only known at run time: " + script.raw)
+		return
+	}
+	w.parse(script.s, what)
+}
+
+// awk's program can run commands with system(), pipes and extensions.
+func (w *walker) awk(name string, c candidate) {
+	args := c.argv[1:]
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case !a.known:
+			w.s.setUnknown(name + " gets arguments only known at run time: " + a.raw)
+			return
+		case a.s == "-F" || a.s == "-v":
+			i++
+		case strings.HasPrefix(a.s, "-F") || strings.HasPrefix(a.s, "-v"):
+		case a.s == "-f" || strings.HasPrefix(a.s, "--file"):
+			return // a program file: not looked into
+		case a.s == "--":
+			if i+1 < len(args) {
+				w.awkProgram(name, args[i+1])
+			}
+			return
+		case strings.HasPrefix(a.s, "-"):
+			w.s.setUnknown(name + " " + a.s + ": an option the matcher does not know")
+			return
+		default:
+			w.awkProgram(name, a)
+			return
+		}
+	}
+}
+
+func (w *walker) awkProgram(name string, prog word) {
+	if !prog.known {
+		w.s.setUnknown(name + " runs a program only known at run time")
+		return
+	}
+	if strings.Contains(prog.s, "system") || strings.ContainsAny(prog.s, "|@") {
+		w.s.setUnknown(name + "'s program can run commands (system, |, @load)")
+	}
+}

@@ -1,0 +1,156 @@
+package policy
+
+import (
+	"path"
+	"strings"
+)
+
+// matcher compares the words of one program with prefixes. On the deny
+// side (deny is set) a word only known at run time may be anything: an
+// unquoted one may even become several words or none.
+type matcher struct {
+	ev   *evalCtx
+	s    *script
+	deny bool
+}
+
+func (m matcher) any(prefixes []prefix, argv []word) bool {
+	for _, p := range prefixes {
+		switch {
+		case !m.deny || p.opts == nil:
+			if m.prefix(p.words, argv, 0, 0) {
+				return true
+			}
+		case m.prefix(p.lead, argv, 0, 0) && m.options(p.opts, argv):
+			return true
+		}
+	}
+	return false
+}
+
+// options reports whether the command may have every option, anywhere
+// before --: a short option as a letter of any cluster (-r in -fr), a long
+// one whole or abbreviated (--recursive, --rec). A word only known at run
+// time may be any option.
+func (m matcher) options(opts []string, argv []word) bool {
+	for _, o := range opts {
+		if strings.HasPrefix(o, "--") {
+			if !hasOption(argv, func(w string) bool {
+				name, _, _ := strings.Cut(w, "=")
+				return len(name) > 3 && strings.HasPrefix(o, name)
+			}) {
+				return false
+			}
+			continue
+		}
+		for i := 1; i < len(o); i++ {
+			if !hasOption(argv, func(w string) bool {
+				return w[1] != '-' && strings.IndexByte(w[1:], o[i]) >= 0
+			}) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hasOption reports whether some option word of the command, before --,
+// satisfies has; a word only known at run time may.
+func hasOption(argv []word, has func(string) bool) bool {
+	for _, w := range argv[1:] {
+		switch {
+		case !w.known:
+			return true
+		case w.s == "--":
+			return false
+		case len(w.s) > 1 && w.s[0] == '-' && has(w.s):
+			return true
+		}
+	}
+	return false
+}
+
+// prefix reports whether the words of argv from i on, as the shell may
+// expand them, continue the prefix from j on.
+func (m matcher) prefix(p []string, argv []word, i, j int) bool {
+	for ; j < len(p); i++ {
+		if i == len(argv) {
+			return false
+		}
+		w := argv[i]
+		switch {
+		case w.known:
+			if !m.word(p[j], w, j == 0) {
+				return false
+			}
+			j++
+		case !m.deny:
+			return false
+		case w.glob:
+			// The pattern becomes the names it matches, or stays as is.
+			for k := j; k < len(p) && m.globWord(p[k], w, k == 0); k++ {
+				if m.prefix(p, argv, i+1, k+1) {
+					return true
+				}
+			}
+		case w.split:
+			return true // it may become the rest of the prefix
+		default:
+			j++ // exactly one word, any value
+		}
+	}
+	return true
+}
+
+// word compares a known word with a prefix word; the first word names a
+// program.
+func (m matcher) word(rule string, w word, program bool) bool {
+	if !program {
+		return w.s == rule
+	}
+	ruleHasPath := strings.IndexByte(rule, '/') >= 0
+	callHasPath := strings.IndexByte(w.s, '/') >= 0
+	switch {
+	case !ruleHasPath && !callHasPath:
+		return w.s == rule
+	case !ruleHasPath:
+		return m.deny && path.Base(w.s) == rule // /bin/rm is rm
+	case !callHasPath:
+		return m.deny && path.Base(rule) == w.s // rm may be /usr/bin/rm on PATH
+	}
+	return m.samePath(rule, w)
+}
+
+// samePath compares a program named by path with a prefix's path, both
+// resolved against the working directory. On the allow side a relative
+// program only matches when the script never changes directory.
+func (m matcher) samePath(rule string, w word) bool {
+	want := m.ev.normalizeRule(rule)
+	relative := !w.tilde && !strings.HasPrefix(w.s, "/")
+	if !m.deny && relative && (m.s.dirs.dirs != nil || m.s.dirs.unknown) {
+		return false
+	}
+	got, ok := m.s.paths(w, m.ev.call.Cwd, m.ev.call.Home, false)
+	if !ok {
+		// Somewhere the matcher cannot tell: only the file's name is known.
+		base := path.Base(path.Clean(w.s))
+		return m.deny && (base == ".." || base == path.Base(want))
+	}
+	for _, g := range got {
+		if g == want {
+			return true
+		}
+	}
+	return false
+}
+
+// globWord reports whether a glob may expand to the prefix word: any case
+// (nocaseglob) and dot files (dotglob) included.
+func (m matcher) globWord(rule string, w word, program bool) bool {
+	pattern, name := strings.ToLower(w.s), strings.ToLower(rule)
+	if program {
+		pattern, name = path.Base(pattern), path.Base(name)
+	}
+	ok, err := path.Match(pattern, name)
+	return ok || err != nil
+}

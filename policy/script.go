@@ -1,0 +1,241 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// script is what the matcher learned from one command line, before the
+// shell runs it.
+type script struct {
+	// unknown says why the script may run commands the matcher cannot see
+	// (python -c, source, a script that does not parse): deny and ask
+	// rules match it whatever their prefixes. "" when every command is seen.
+	unknown string
+	// unsound says why an allow rule cannot vouch for the script: a
+	// construct outside the list the allow side understands, a redirection
+	// into a file, a word only known at run time. Every unknown script is
+	// also unsound.
+	unsound   string
+	commands  []simpleCommand
+	redirs    []word // the files redirections read or write
+	dirs      cwdSet // where relative paths may resolve
+	rootMoved bool   // chroot and friends: absolute paths resolve elsewhere
+}
+
+// simpleCommand is one command the shell (or a program it starts) runs.
+type simpleCommand struct {
+	argv    []word
+	assigns []word      // the values of NAME=value words before the command
+	cands   []candidate // argv, then what each wrapper in it runs
+}
+
+// candidate is one program and its arguments that a simple command runs:
+// the command itself, or what a wrapper runs (sudo rm x: rm x).
+type candidate struct {
+	argv      []word
+	stdinArgs bool // more arguments come from standard input (xargs)
+	// script: a script file an interpreter runs (bash deploy.sh). Deny
+	// and ask rules match it like a program; allow rules do not need to.
+	script bool
+}
+
+func (s *script) setUnknown(why string) {
+	if s.unknown == "" {
+		s.unknown = why
+	}
+	s.setUnsound(why)
+}
+
+func (s *script) setUnsound(why string) {
+	if s.unsound == "" {
+		s.unsound = why
+	}
+}
+
+// script parses a command line once per evaluation.
+func (ev *evalCtx) script(src string) *script {
+	if s, ok := ev.scripts[src]; ok {
+		return s
+	}
+	if ev.scripts == nil {
+		ev.scripts = map[string]*script{}
+	}
+	s := parseScript(src, ev.call.Cwd, ev.call.Home)
+	ev.scripts[src] = s
+	return s
+}
+
+// matcherFailed starts the reason of a script the walk failed on.
+const matcherFailed = "the matcher failed on this script"
+
+// maxNesting bounds bash -c inside bash -c: deeper scripts are not understood.
+const maxNesting = 8
+
+// parseScript analyses a command line for the session's working directory
+// and home.
+func parseScript(src, cwd, home string) (s *script) {
+	s = &script{}
+	defer func() {
+		if r := recover(); r != nil { // a bug in the walk must not loosen a decision
+			s = &script{}
+			s.setUnknown(fmt.Sprintf("%s: %v", matcherFailed, r))
+		}
+	}()
+	if strings.IndexByte(src, 0) >= 0 {
+		// No shell gets a NUL byte through; one that drops it runs
+		// something other than what the matcher would read.
+		s.setUnknown("the script holds a NUL byte")
+		return s
+	}
+	w := &walker{s: s, home: home}
+	w.parse(src, "")
+	s.dirs = w.cwds.resolve(cwd, home, strings.Contains(src, "CDPATH") || w.cdpath)
+	if w.evalsVars && w.setsStrings {
+		s.setUnknown("arithmetic or ${!x} reads a variable the script sets to a string, which can run commands")
+	}
+	return s
+}
+
+// walker visits a parsed script node by node. Every construct it does not
+// know makes the script unsound, and unknown when commands could hide in it.
+type walker struct {
+	s     *script
+	src   string // the text being walked, for explanations
+	home  string
+	depth int
+	loop  int // inside a loop, a function body or a trap: commands may repeat
+
+	cwds        cwdOps
+	cdpath      bool // a word names CDPATH or cdable_vars: cd may go anywhere
+	evalsVars   bool // arithmetic or ${!x} reads a variable's value as code
+	setsStrings bool // the script puts a non-number into a variable
+}
+
+// parse walks src as a nested script; what names the interpreter ("bash
+// -c") for explanations, "" for the top level.
+func (w *walker) parse(src, what string) {
+	if w.depth > maxNesting {
+		w.s.setUnknown("scripts nest more than 8 deep")
+		return
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		if what == "" {
+			w.s.setUnknown("the script does not parse: " + err.Error())
+		} else {
+			w.s.setUnknown("the script given to " + what + " does not parse")
+		}
+		return
+	}
+	src, w.src = w.src, src
+	w.depth++
+	w.stmts(f.Stmts)
+	w.src = src
+	w.depth--
+}
+
+func (w *walker) stmts(list []*syntax.Stmt) {
+	for _, st := range list {
+		w.stmt(st)
+	}
+}
+
+func (w *walker) stmt(st *syntax.Stmt) {
+	if st == nil {
+		return
+	}
+	if st.Coprocess || st.Disown {
+		w.s.setUnknown("a statement form bash does not have")
+	}
+	for _, r := range st.Redirs {
+		w.redirect(r)
+	}
+	w.command(st.Cmd, st)
+}
+
+func (w *walker) command(c syntax.Command, st *syntax.Stmt) {
+	switch c := c.(type) {
+	case nil: // redirections alone: > file
+	case *syntax.CallExpr:
+		w.call(c, st)
+	case *syntax.BinaryCmd:
+		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
+			w.pipeline(c)
+			break
+		}
+		w.stmt(c.X) // && ||
+		w.stmt(c.Y)
+	case *syntax.Subshell:
+		w.stmts(c.Stmts)
+	case *syntax.Block:
+		w.stmts(c.Stmts)
+	case *syntax.IfClause:
+		w.ifClause(c)
+	case *syntax.WhileClause:
+		w.loop++
+		w.stmts(c.Cond)
+		w.stmts(c.Do)
+		w.loop--
+	case *syntax.ForClause:
+		w.forClause(c)
+	case *syntax.CaseClause:
+		w.caseClause(c)
+	case *syntax.TimeClause:
+		w.stmt(c.Stmt)
+	default:
+		w.construct(c)
+	}
+}
+
+// redirect checks one redirection: the allow side accepts only /dev/null as
+// a file to write, and fd duplication to a number.
+func (w *walker) redirect(r *syntax.Redirect) {
+	if r.N != nil && !allDigits(r.N.Value) {
+		w.s.setUnsound(fmt.Sprintf("redirection %s assigns a variable", r.N.Value))
+	}
+	switch r.Op {
+	case syntax.Hdoc, syntax.DashHdoc:
+		if r.Hdoc != nil {
+			w.expansions(r.Hdoc)
+		}
+		return
+	case syntax.WordHdoc:
+		w.word(r.Word)
+		return
+	}
+	target := w.word(r.Word)
+	switch r.Op {
+	case syntax.DplIn, syntax.DplOut:
+		if target.known && (allDigits(strings.TrimSuffix(target.s, "-")) || target.s == "-") {
+			return
+		}
+	}
+	w.s.redirs = append(w.s.redirs, target)
+	switch {
+	case !target.known:
+		w.s.setUnsound(fmt.Sprintf("redirection target %s is only known at run time", target.raw))
+	case r.Op == syntax.RdrIn:
+		if strings.HasPrefix(target.s, "/dev/tcp/") || strings.HasPrefix(target.s, "/dev/udp/") {
+			w.s.setUnsound("redirection opens a network connection: " + target.s)
+		}
+	case r.Op == syntax.DplIn:
+		w.s.setUnsound(fmt.Sprintf("redirection <&%s does not name a file descriptor", target.s))
+	case target.s != "/dev/null":
+		w.s.setUnsound("redirection writes to " + target.s)
+	}
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

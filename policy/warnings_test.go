@@ -1,0 +1,41 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+// A prefix that can never match is a warning at its place in the file; the
+// document still loads.
+func TestPrefixWarnings(t *testing.T) {
+	p := mustParse(t, `{"version":1,"default":"ask","rules":[
+		{"id":"spaced","effect":"deny","tool":"Bash","reason_code":"x","input":{"command":{"command":[
+			["git push"]]}}},
+		{"id":"glob","effect":"deny","tool":"Bash","reason_code":"x","input":{"command":{"command":[["rm*"]]}}},
+		{"id":"keyword","effect":"ask","tool":"Bash","input":{"command":{"command":[["if"]]}}},
+		{"id":"dir","effect":"ask","tool":"Bash","input":{"command":{"command":[["scripts/"]]}}},
+		{"id":"never-allowed","effect":"allow","tool":"Bash","input":{"command":{"command":[["ls"],["source"],["export"]]}}},
+		{"id":"allow-args","effect":"allow","tool":"Bash","input":{"command":{"argument_under":["src"]}}},
+		{"id":"fine","effect":"deny","tool":"Bash","reason_code":"x","input":{"command":{"command":[["rm","-rf"],["./deploy.sh"],["["]]}}}]}`)
+	want := []string{
+		`test.json:3:4: rule "spaced": warning: the word "git push" holds a space, so it only matches one quoted word: a prefix is a list of words, such as ["git", "push"]`,
+		`rule "glob": warning: the word "rm*" is compared literally: prefixes have no wildcards`,
+		`rule "keyword": warning: "if" is a shell keyword, not a program: this prefix never matches`,
+		`rule "dir": warning: "scripts/" names a directory, not a program`,
+		`rule "never-allowed": warning: an allow rule never matches "source": it runs a file the matcher cannot see`,
+		`rule "never-allowed": warning: an allow rule never matches "export": it sets shell variables`,
+		`rule "allow-args": warning: in an allow rule, argument_under holds when any one path is under a directory`,
+	}
+	got := p.Warnings()
+	if len(got) != len(want) {
+		for _, w := range got {
+			t.Log(w.Warning())
+		}
+		t.Fatalf("got %d warnings, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(got[i].Warning(), w) {
+			t.Errorf("warning %d = %q, want it to contain %q", i, got[i].Warning(), w)
+		}
+	}
+}
