@@ -82,7 +82,13 @@ func TestDeferApproveResume(t *testing.T) {
 	if code, out := w.toolgate("approve", id); code != 0 {
 		t.Fatalf("approve: %d %s", code, out)
 	}
-	code, listed, model = w.resume([]modelscript.Step{{Text: "done"}})
+	// --project of another directory leaves it alone.
+	elsewhere := t.TempDir()
+	code, listed, model = w.resume(nil, "--project", elsewhere)
+	if code != 0 || len(listed) != 0 || len(model.ToolResults()) != 0 {
+		t.Fatalf("resume --project %s: exit %d %v", elsewhere, code, listed)
+	}
+	code, listed, model = w.resume([]modelscript.Step{{Text: "done"}}, "--project", w.project)
 	if code != 0 || len(listed) != 1 || listed[0]["outcome"] != "resumed" {
 		t.Fatalf("resume: exit %d %v", code, listed)
 	}

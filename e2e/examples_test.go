@@ -48,10 +48,10 @@ func newCronJob(t *testing.T, w *world) cronJob {
 }
 
 // settings writes ~/.config/toolgate/nightly.env for the next tick: the
-// project, the task, KEEP, and what claude needs to reach the model.
-func (j cronJob) settings(t *testing.T, model *modelscript.Server, keep int) {
-	env := fmt.Sprintf("PROJECT=%s\nTASK='do the task'\nKEEP=%d\nexport ANTHROPIC_BASE_URL=%s ANTHROPIC_API_KEY=sk-test CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1\n",
-		j.w.project, keep, model.URL)
+// project, the task, ON_ASK, KEEP, and what claude needs to reach the model.
+func (j cronJob) settings(t *testing.T, model *modelscript.Server, onAsk string, keep int) {
+	env := fmt.Sprintf("PROJECT=%s\nTASK='do the task'\nON_ASK=%s\nKEEP=%d\nexport ANTHROPIC_BASE_URL=%s ANTHROPIC_API_KEY=sk-test CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1\n",
+		j.w.project, onAsk, keep, model.URL)
 	if err := os.WriteFile(filepath.Join(j.w.home(), ".config", "toolgate", "nightly.env"), []byte(env), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,8 @@ func (j cronJob) reports() []string {
 	return files
 }
 
-// The cron example works under cron: run by env -i with HOME and cron's
+// The cron example works under cron (ON_ASK=wait, the job held while an ask
+// waits): run by env -i with HOME and cron's
 // default PATH, no terminal, it finds toolgate and claude, reaches the
 // desktop's daemon (whose approver decides its ask), keeps its reports
 // (the newest KEEP), skips a tick that would overlap a run that waits, and
@@ -89,7 +90,7 @@ func TestCronExample(t *testing.T) {
 	// meanwhile is skipped.
 	model, _ := modelscript.Start([]modelscript.Step{step(bash("toolu_cron_ask", "mkdir made-by-cron"))})
 	defer model.Close()
-	j.settings(t, model, 2)
+	j.settings(t, model, "wait", 2)
 	first := j.tick(w.home())
 	out := newLines()
 	first.Stdout, first.Stderr = out, out
@@ -132,7 +133,7 @@ func TestCronExample(t *testing.T) {
 	} {
 		model, _ := modelscript.Start([]modelscript.Step{step(tt.use)})
 		defer model.Close()
-		j.settings(t, model, 2)
+		j.settings(t, model, "wait", 2)
 		tick := j.tick(w.home())
 		log, _ := tick.CombinedOutput()
 		if tick.ProcessState.ExitCode() != tt.code {
@@ -155,4 +156,84 @@ func TestCronExample(t *testing.T) {
 	if !strings.Contains(string(log), "toolgate not found") || !strings.Contains(string(log), "set TOOLGATE=") {
 		t.Errorf("no toolgate: %s", log)
 	}
+}
+
+// The cron example's own pattern (ON_ASK=defer, its default): an ask ends
+// the tick at once with 81 and the approval's id in the log; a tick before
+// anyone decided starts no new work; the tick after the approval resumes
+// the session (the deferred call runs, once) and then starts new work.
+func TestCronExampleDefers(t *testing.T) {
+	w := newWorld(t)
+	j := newCronJob(t, w)
+	desk := w.desktopEnv(nil)
+	t.Cleanup(func() { w.toolgateIn(desk, "daemon", "stop") })
+	if code, out := w.toolgateIn(desk, "daemon", "start"); code != 0 {
+		t.Fatalf("the desktop's daemon: %d %s", code, out)
+	}
+	tick := func(name string, want int) string {
+		t.Helper()
+		cmd := j.tick(w.home())
+		log, _ := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != want {
+			t.Fatalf("%s: exit %d, want %d:\n%s", name, code, want, log)
+		}
+		return string(log)
+	}
+
+	asks, _ := modelscript.Start([]modelscript.Step{step(bash("toolu_cron_defer", "mkdir made-by-cron"))})
+	defer asks.Close()
+	j.settings(t, asks, "defer", 5)
+	log := tick("the tick that asks", 81)
+	contains(t, "the first tick's log", log, "an ask waits for a person: toolgate approve apr_")
+	_, rest, _ := strings.Cut(log, "an ask waits for a person: toolgate approve ")
+	id, _, _ := strings.Cut(rest, " ")
+	if _, err := os.Stat(filepath.Join(w.project, "made-by-cron")); err == nil {
+		t.Fatal("the asked call ran before anyone decided")
+	}
+
+	// Undecided: the next tick neither resumes it nor starts new work (the
+	// new work would ask the same again).
+	fresh, _ := modelscript.Start([]modelscript.Step{step(bash("toolu_cron_new", "touch new-work"))})
+	defer fresh.Close()
+	j.settings(t, fresh, "defer", 5)
+	log = tick("the tick before a decision", 81)
+	contains(t, "the second tick's log", log, "still wait for a person", id)
+	if len(fresh.ToolResults()) != 0 || fileExists(filepath.Join(w.project, "new-work")) {
+		t.Fatalf("new work started while an ask waited: %v", fresh.ToolResults())
+	}
+
+	if code, out := w.toolgateIn(desk, "approve", id); code != 0 {
+		t.Fatalf("approve from the desktop: %d %s", code, out)
+	}
+	log = tick("the tick after the approval", 0)
+	contains(t, "the third tick's log", log, "resumed 1 deferred session", "done; nothing was denied")
+	if !fileExists(filepath.Join(w.project, "made-by-cron")) {
+		t.Error("the approved call did not run on resume")
+	}
+	if !fileExists(filepath.Join(w.project, "new-work")) {
+		t.Error("no new work after the resume")
+	}
+	resumed, _ := filepath.Glob(filepath.Join(w.home(), ".local", "state", "toolgate", "nightly", "resumed", "*.json"))
+	if len(resumed) != 1 {
+		t.Fatalf("the resumed session's report: %v", resumed)
+	}
+	data, _ := os.ReadFile(resumed[0])
+	var rep supervisor.Report
+	if err := json.Unmarshal(data, &rep); err != nil || rep.ExitCode != 0 || rep.Counts.Allowed != 1 {
+		t.Errorf("the resumed report: %v %+v", err, rep)
+	}
+
+	// Once: the next tick has nothing to resume, and its new work runs.
+	next, _ := modelscript.Start([]modelscript.Step{step(bash("toolu_cron_next", "touch next-work"))})
+	defer next.Close()
+	j.settings(t, next, "defer", 5)
+	log = tick("the tick after", 0)
+	if strings.Contains(log, "resumed") {
+		t.Errorf("a session resumed twice: %s", log)
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

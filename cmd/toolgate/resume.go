@@ -26,8 +26,11 @@ from where it stopped, in the session's directory, with its arguments (without
 the prompt), under the same policy, and the deferred call gets the decision,
 once. Each resumed run prints its summary line and ends like toolgate run. A
 session another resume took up first is skipped; a session still waiting is
-listed, untouched. Safe to run from every cron tick. claude's output passes
-through (on stderr with --json, whose document is stdout's alone).
+named on stderr, untouched. Safe to run from every cron tick. claude's output
+passes through (on stderr with --json, whose document is stdout's alone).
+
+--project DIR takes up only the sessions that ran in DIR or below it: a cron
+job resumes its own sessions, not the ones a person deferred elsewhere.
 
 The policy file must still have the sha256 the session started with:
 --policy-changed resumes under the file as it is now.
@@ -35,6 +38,7 @@ The policy file must still have the sha256 the session started with:
 EXAMPLES
    toolgate resume
    toolgate resume --report-dir ~/.local/state/toolgate/reports --json
+   toolgate resume --project ~/src/project
    */10 * * * * toolgate resume; toolgate run --on-ask defer -- claude -p "$(cat task.md)"
 
 EXIT STATUS
@@ -46,6 +50,7 @@ EXIT STATUS
    69   the daemon cannot be reached or started
    78   a session's policy document is now invalid`,
 		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "project", Usage: "only the sessions that ran in `DIR` or below it"},
 			&cli.BoolFlag{Name: "policy-changed", Usage: "resume under the policy file as it is now, even if it changed since the session started"},
 			&cli.StringFlag{Name: "report-dir", Usage: "write each resumed run's JSON report to DIR/SESSION.json"},
 			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
@@ -77,6 +82,11 @@ func resumeAction(cliCtx *cli.Context) error {
 	if err != nil {
 		return approverError(err)
 	}
+	if dir := cliCtx.String("project"); dir != "" {
+		if deferred, err = inProject(deferred, dir); err != nil {
+			return err
+		}
+	}
 	var out []resumed
 	exit := 0
 	for _, d := range deferred {
@@ -84,6 +94,7 @@ func resumeAction(cliCtx *cli.Context) error {
 		if d.Approval.Status == api.StatusPending {
 			line.Outcome = "waiting"
 			out = append(out, line)
+			fmt.Fprintf(cliCtx.App.ErrWriter, "toolgate: %s still waits for a person: toolgate approve %s (or deny)\n", d.Session.ID, d.Approval.ID)
 			continue
 		}
 		fmt.Fprintf(cliCtx.App.ErrWriter, "toolgate: resuming %s: %s was %s\n", d.Session.ID, d.Approval.ID, d.Approval.Status)
@@ -117,6 +128,30 @@ func resumeAction(cliCtx *cli.Context) error {
 		return &exitStatus{exit}
 	}
 	return nil
+}
+
+// inProject keeps the sessions that ran in dir or below it. Both sides are
+// compared with their symbolic links resolved, as a session records the
+// directory claude ran in.
+func inProject(deferred []api.DeferredSession, dir string) ([]api.DeferredSession, error) {
+	root, err := filepath.Abs(dir)
+	if err == nil {
+		root, err = filepath.EvalSymlinks(root)
+	}
+	if err != nil {
+		return nil, usagef("--project %s: %v", dir, err)
+	}
+	var kept []api.DeferredSession
+	for _, d := range deferred {
+		cwd, err := filepath.EvalSymlinks(d.Session.Cwd)
+		if err != nil {
+			cwd = d.Session.Cwd // gone since: compare it as recorded
+		}
+		if _, ok := under(root, cwd); ok {
+			kept = append(kept, d)
+		}
+	}
+	return kept, nil
 }
 
 // resumeOne runs one deferred session on, as toolgate run would.

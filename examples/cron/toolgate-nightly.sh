@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # A nightly agent run for cron, gated by toolgate. It runs in cron's own
 # environment: PATH=/usr/bin:/bin, HOME, no terminal, no XDG_RUNTIME_DIR.
-# flock keeps a run that waits for an approval from overlapping the next
-# tick; each run's report is kept (the newest $KEEP); the exit code and the
-# report tell a timeout (retry later) from a denial (look at it).
+#
+# An ask does not hold the job: the run ends at once (--on-ask defer, exit
+# 81) with the approval waiting for a person, and each tick first resumes
+# what a person decided since (toolgate resume), then starts new work, unless
+# something of this project still waits. flock keeps two ticks apart; each
+# run's report is kept (the newest $KEEP); the exit code and the report tell
+# waiting (81) from a timeout (75) from a denial (77).
 #
 #   # crontab -e
 #   0 2 * * *  $HOME/bin/toolgate-nightly.sh >> $HOME/.local/state/toolgate/nightly.log 2>&1
@@ -13,8 +17,11 @@
 #   PROJECT           where claude works (default ~/src/project)
 #   TASK              the prompt
 #   POLICY            the policy (default: toolgate's own, ~/.config/toolgate/policy.json)
-#   APPROVAL_TIMEOUT  how long an ask waits for a person (default 45m)
-#   KEEP              how many reports to keep (default 30)
+#   ON_ASK            defer (default): end the run and resume on a later tick;
+#                     wait: hold the run until a person decides or the ask expires
+#   APPROVAL_TIMEOUT  how long an ask waits for a person (default 45m; with
+#                     defer, how long a person has before the call is denied)
+#   KEEP              how many runs' files to keep (default 30)
 #   TOOLGATE, CLAUDE  the executables, when they are not found below
 # and what claude needs, exported (export ANTHROPIC_API_KEY=...).
 #
@@ -33,6 +40,7 @@ if [ -r "$config/nightly.env" ]; then
 fi
 PROJECT=${PROJECT:-$HOME/src/project}
 TASK=${TASK:-"Update the dependencies and fix what breaks."}
+ON_ASK=${ON_ASK:-defer}
 APPROVAL_TIMEOUT=${APPROVAL_TIMEOUT:-45m}
 KEEP=${KEEP:-30}
 
@@ -56,7 +64,7 @@ if ! command -v flock >/dev/null 2>&1; then
   exit 69
 fi
 
-mkdir -p "$state/nightly"
+mkdir -p "$state/nightly/resumed"
 exec 9>"$state/nightly.lock"
 if ! flock -n 9; then
   log "the previous run is still going (waiting for an approval?); skipping this tick"
@@ -69,16 +77,44 @@ report=$run.report.json
 policy=()
 if [ -n "${POLICY:-}" ]; then policy=(--policy "$POLICY"); fi
 
-# claude's result goes beside the report; toolgate's lines (an ask, the
-# summary) go to the log. No terminal: stdin is /dev/null.
-"$TOOLGATE" run "${policy[@]}" --report "$report" --approval-timeout "$APPROVAL_TIMEOUT" \
-  -- "$CLAUDE" -p --output-format json "$TASK" > "$run.claude.json" < /dev/null 9>&-
-code=$?
+# Keep the newest $KEEP runs (each run's files share its prefix; $run.log,
+# toolgate's lines, marks a run) and resumed sessions' reports.
+rotate() {
+  ls -1t "$state"/nightly/*.log 2>/dev/null | tail -n +"$((KEEP + 1))" | while read -r old; do
+    rm -f -- "${old%.log}".*
+  done
+  ls -1t "$state"/nightly/resumed/*.json 2>/dev/null | tail -n +"$((KEEP + 1))" | xargs -r rm -f --
+}
 
-# Keep the newest $KEEP runs (a report and claude's result each).
-ls -1t "$state"/nightly/*.claude.json 2>/dev/null | tail -n +"$((KEEP + 1))" | while read -r old; do
-  rm -f -- "$old" "${old%.claude.json}.report.json"
-done
+# 1. What a person decided since an earlier tick: claude goes on from where
+# it stopped, once (a resume of the same session elsewhere is skipped).
+# toolgate's lines and claude's output go to $run.resumed.txt, the list to
+# $run.resume.json.
+"$TOOLGATE" resume --project "$PROJECT" --json --report-dir "$state/nightly/resumed" \
+  > "$run.resume.json" 2> "$run.resumed.txt" < /dev/null 9>&-
+code=$?
+resumed=$(grep -c '"outcome": "resumed"' "$run.resume.json")
+waiting=$(grep -c '"outcome": "waiting"\|"exit_code": 81' "$run.resume.json")
+if [ "$code" -ne 0 ] && [ "$code" -ne 81 ]; then
+  log "resuming deferred sessions ended $code; see $run.resumed.txt and $run.resume.json"
+elif [ "$resumed" -gt 0 ]; then
+  log "resumed $resumed deferred session(s); reports in $state/nightly/resumed, output in $run.resumed.txt"
+fi
+if [ "$waiting" -gt 0 ]; then
+  log "$waiting session(s) of $PROJECT still wait for a person (toolgate pending); no new work this tick"
+  grep -h 'still waits for a person' "$run.resumed.txt"
+  : > "$run.log"
+  rotate
+  exit 81
+fi
+
+# 2. New work. claude's result goes beside the report; toolgate's lines
+# (an ask, the summary) to the log and to $run.log. No terminal: stdin is
+# /dev/null.
+"$TOOLGATE" run "${policy[@]}" --on-ask "$ON_ASK" --report "$report" --approval-timeout "$APPROVAL_TIMEOUT" \
+  -- "$CLAUDE" -p --output-format json "$TASK" 2>&1 > "$run.claude.json" < /dev/null 9>&- | tee "$run.log" 9>&-
+code=${PIPESTATUS[0]}
+rotate
 
 denied() {
   # Which calls were denied or expired, and why (jq when it is there).
@@ -91,6 +127,8 @@ denied() {
 
 case $code in
   0)  log "done; nothing was denied; report: $report" ;;
+  81) id=$(grep -o '"approval_id": "[^"]*"' "$report" | head -n 1 | cut -d'"' -f4)
+      log "an ask waits for a person: toolgate approve $id (or deny); the next tick goes on from there; report: $report" ;;
   75) log "nobody approved in time (approval_expired); the next tick asks again; report: $report"
       denied ;;
   77) log "calls were denied; look at them before the next run; report: $report"
