@@ -72,7 +72,9 @@
 //	GET  /v1/audit/verify            VerifyResult of the whole audit chain
 //	GET  /v1/audit/export            the audit chain, one event a JSON line, then
 //	                                 {"export": Exported}; the export is recorded first
-//	GET  /v1/audit/events/{seq}      one event of the chain, as stored
+//	GET  /v1/audit/events/{seq}      one event of the chain, as exported
+//	POST /v1/audit/prune             PruneRequest -> Pruned: remove what is older
+//	                                 than a date (refused from a gated session)
 //	GET  /v1/history                 HistoryItem lines: the calls proposed in
 //	                                 [?since, ?until) (RFC 3339), each after its
 //	                                 session, for toolgate policy diff --history
@@ -104,6 +106,9 @@ package api
 //   - 6: 2026-12-02: POST /v1/sessions/{id}/outcomes: toolgate run reports
 //     which calls ran and what the model saw, read from Claude Code's
 //     transcript, in place of the PostToolUse and PostToolBatch events.
+//     POST /v1/audit/prune on approve.sock; a verify or export of a
+//     pruned chain starts after its base (VerifyResult.Base,
+//     Exported.BaseSeq).
 const ProtocolVersion = 6
 
 // HeaderProtocol carries ProtocolVersion on every request and response.

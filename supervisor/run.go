@@ -111,7 +111,7 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if r.client, err = r.gate.connect(ctx); err != nil {
 		return Report{}, &UnavailableError{err}
 	}
-	r.client.KeepAlive = cfg.HookTransport == HookHTTP // every hook event of the session goes through it
+	r.client.KeepAlive = true // every hook event of the session goes through it
 	defer r.client.CloseIdle()
 	r.cfg.Paths = r.gate.Paths() // the daemon's, wherever this environment would have put them
 	// The cache is beside the ledger, where the session's tools may not
