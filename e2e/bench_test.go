@@ -90,6 +90,15 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 				b.Fatalf("%s: %d tool results, want %d", v.name, n, calls)
 			}
 			times[v.name] = append(times[v.name], d)
+			if v.bin != "" && v.bin != toolgateBin {
+				// Another build's daemon speaks its own protocol version:
+				// its own CLI stops it.
+				stop := exec.Command(v.bin, "daemon", "stop")
+				stop.Env = w.env(nil)
+				if out, err := stop.CombinedOutput(); err != nil {
+					b.Fatalf("%s daemon stop: %v: %s", v.bin, err, out)
+				}
+			}
 			w.stopDaemon()
 		}
 	}
