@@ -66,6 +66,8 @@ func TestApproveFromAnotherProcess(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(w.project, "approved.txt")); err != nil {
 			t.Fatal("the approved call did not run")
 		}
+		// The terminal that waited hears who decided.
+		contains(t, "run's stderr", r.stderr, id+" approved by user:")
 		c := r.call(t, "toolu_e2e_appr")
 		if c.Effect != "allow" || c.Source != "person" || c.Actor != "user:root" && !strings.HasPrefix(c.Actor, "user:") || c.ApprovalID != id || !c.Executed {
 			t.Errorf("report: %+v", c)
@@ -105,6 +107,7 @@ func TestDenyFromAnotherProcess(t *testing.T) {
 	if r.code != 77 {
 		t.Fatalf("exit %d, want 77", r.code)
 	}
+	contains(t, "run's stderr", r.stderr, id+" denied by user:")
 	if _, err := os.Stat(filepath.Join(w.project, "denied.txt")); err == nil {
 		t.Fatal("the denied call ran")
 	}

@@ -40,11 +40,13 @@ func TestDuplicateToolUseID(t *testing.T) {
 		if len(calls[0].Repeats) != 1 || calls[0].Repeats[0].ReasonCode != "duplicate_tool_use_id" {
 			t.Errorf("the audit should show the repeat: %+v", calls[0])
 		}
-		// The CLI rewrites a repeated tool_use in the history it sends later
-		// (CONTRACT.md §4), so what the model saw is read from PostToolBatch.
-		if !strings.Contains(calls[0].Seen, "duplicate_tool_use_id") {
-			t.Errorf("the audit should record the denial the model saw: %q", calls[0].Seen)
+		// What the model saw of the call is its one run's output; the repeat's
+		// denial does not replace it, and the plain audit lists the repeat.
+		if strings.TrimSpace(calls[0].Seen) != "once" {
+			t.Errorf("the audit should keep what the call's run showed the model: %q", calls[0].Seen)
 		}
+		_, out := w.toolgate("audit", "--session", r.report.SessionID)
+		contains(t, "toolgate audit", out, "allow by policy (rule allow-echo-tee)", "model saw: once", "proposed again", "deny duplicate_tool_use_id")
 	})
 }
 

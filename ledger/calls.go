@@ -321,7 +321,9 @@ const maxSeen = 2048
 
 // RecordSeen records what the model saw as the result of a call (from
 // PostToolBatch), so that a denied call is complete in the audit too. A
-// call the ledger does not know is recorded as seen only in the audit.
+// call the ledger does not know is recorded as seen only in the audit. The
+// call keeps the first: a later one is a repeat's (the same tool_use_id
+// proposed again, denied duplicate_tool_use_id), in the audit only.
 func (l *Ledger) RecordSeen(ctx context.Context, toolUseID, seen string) error {
 	if len(seen) > maxSeen {
 		seen = seen[:maxSeen] + "…"
@@ -331,7 +333,7 @@ func (l *Ledger) RecordSeen(ctx context.Context, toolUseID, seen string) error {
 		if err != nil {
 			return struct{}{}, err
 		}
-		if found {
+		if found && c.Seen == "" {
 			c.Seen = seen
 			if err := t.Put(callKey(toolUseID), c); err != nil {
 				return struct{}{}, err

@@ -273,10 +273,14 @@ func TestRecordSeen(t *testing.T) {
 	if err := l.RecordSeen(ctx, "toolu_unknown", "x"); err != nil {
 		t.Fatal(err)
 	}
+	// A repeat's result does not replace what the first proposal showed.
+	if err := l.RecordSeen(ctx, "toolu_1", "Denied (reason_code duplicate_tool_use_id)"); err != nil {
+		t.Fatal(err)
+	}
 	if c, _ := l.Call(ctx, "toolu_1"); c.Seen != "PreToolUse:Bash hook error: denied" {
 		t.Errorf("seen %q", c.Seen)
 	}
-	if kinds := eventKinds(t, l); fmt.Sprint(kinds) != "[call_proposed call_seen call_seen]" {
+	if kinds := eventKinds(t, l); fmt.Sprint(kinds) != "[call_proposed call_seen call_seen call_seen]" {
 		t.Errorf("audit: %v", kinds)
 	}
 }

@@ -82,7 +82,11 @@ func recordOutcome(t *tx, sessionID string, o api.Outcome) (OutcomeResult, error
 		events++
 	}
 	if seen := clipSeen(o.Seen); seen != "" || !o.Ran {
-		c.Seen = seen
+		// The call keeps the first (RecordSeen's rule): a later one is a
+		// repeat's denial, in the audit only.
+		if c.Seen == "" {
+			c.Seen = seen
+		}
 		if err := t.event(KindCallSeen, o.ToolUseID, seenEvent{o.ToolUseID, seen}); err != nil {
 			return r, err
 		}

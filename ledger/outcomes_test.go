@@ -29,7 +29,9 @@ func TestRecordOutcomes(t *testing.T) {
 		t.Errorf("results %v", results)
 	}
 	ran, _ := l.Call(ctx, "toolu_ran")
-	if !ran.Executed || ran.Executions != 1 || ran.Failed || ran.Seen != "Denied (reason_code duplicate_tool_use_id)" {
+	// It keeps what its run showed the model: the repeat's denial is in the
+	// audit only (RecordSeen's rule).
+	if !ran.Executed || ran.Executions != 1 || ran.Failed || ran.Seen != "output" {
 		t.Errorf("the call that ran: %+v", ran)
 	}
 	if denied, _ := l.Call(ctx, "toolu_denied"); denied.Executed || denied.Seen != "denied by rule x" {

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -35,7 +36,10 @@ func (p *promptDecider) Decide(ctx context.Context, req api.PromptRequest, progr
 				announced = true
 				p.r.announce(req, v)
 			}
-			v, err = p.wait(ctx, v.ApprovalID, progress)
+			id := v.ApprovalID
+			if v, err = p.wait(ctx, id, progress); err == nil {
+				p.r.decided(id, v)
+			}
 		}
 		if err == nil {
 			p.r.saw(req, v)
@@ -102,6 +106,19 @@ func (r *runner) announce(req api.PromptRequest, v api.Verdict) {
 	}
 	fmt.Fprintf(r.cfg.Stderr, "toolgate: waiting for approval %s (%s: %s) — %s%s%s\n",
 		v.ApprovalID, req.ToolName, render.Summary(req.ToolName, req.Input, 60), how, left, whole)
+}
+
+// decided prints the line that ends an announced ask's wait.
+func (r *runner) decided(id string, v api.Verdict) {
+	who := cmp.Or(v.Actor, v.Source)
+	switch {
+	case v.ReasonCode == api.ReasonApprovalExpired:
+		fmt.Fprintf(r.cfg.Stderr, "toolgate: %s expired: nobody decided in time\n", id)
+	case v.Effect == api.EffectAllow:
+		fmt.Fprintf(r.cfg.Stderr, "toolgate: %s approved by %s\n", id, who)
+	default:
+		fmt.Fprintf(r.cfg.Stderr, "toolgate: %s denied by %s\n", id, who)
+	}
 }
 
 // spoolDeny records a call denied without the daemon, as the hook does.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -51,7 +52,7 @@ func approverError(err error) error {
 	case api.IsUnavailable(err):
 		return notRunning(err)
 	case errors.As(err, &se) && se.Err.Code == "not_found":
-		return &dataError{fmt.Errorf("no such approval\nTry: toolgate pending")}
+		return &dataError{fmt.Errorf("%s in the ledger\nTry: toolgate pending", strings.TrimSuffix(se.Err.Message, ": not found"))}
 	case errors.As(err, &se) && se.Err.Code == "self_approval":
 		return &permissionError{errors.New(se.Err.Message)}
 	case errors.As(err, &se) && se.Err.Code == "fleet":
@@ -79,7 +80,7 @@ const decideExitStatus = `EXIT STATUS
    69   no daemon is running (it starts none: with none, no ask waits)
    75   the approval had already expired: nothing was decided
    77   refused: a gated session cannot decide its own approvals
-   79   the approval was already decided by someone else`
+   79   the approval was already decided, or expired`
 
 func printApproval(w io.Writer, d api.ApprovalDetail) {
 	a := d.Approval

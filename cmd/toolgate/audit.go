@@ -82,6 +82,9 @@ func runAuditList(ctx context.Context, w io.Writer, session string, asJSON bool)
 		decided := "undecided"
 		if c.Effect != "" {
 			decided = string(c.Effect) + " by " + c.Source
+			if c.Actor != "" {
+				decided += " " + c.Actor
+			}
 			if c.RuleID != "" {
 				decided += " (rule " + c.RuleID + ")"
 			}
@@ -99,6 +102,9 @@ func runAuditList(ctx context.Context, w io.Writer, session string, asJSON bool)
 		fmt.Fprintf(w, "%s  %s  %-28s proposed -> %s -> %s\n", c.ProposedAt.Local().Format(time.DateTime), c.ToolUseID, c.ToolName, decided, ran)
 		if c.Seen != "" {
 			fmt.Fprintf(w, "    model saw: %s\n", clipText(strings.ReplaceAll(c.Seen, "\n", " "), 160))
+		}
+		for _, r := range c.Repeats {
+			fmt.Fprintf(w, "    proposed again %s in %s -> %s %s\n", r.ProposedAt.Local().Format(time.DateTime), r.SessionID, r.Effect, r.ReasonCode)
 		}
 	}
 	return nil

@@ -23,7 +23,7 @@ const (
 	exitTempFail    = 75 // EX_TEMPFAIL: an approval expired; retry later
 	exitNoPerm      = 77 // EX_NOPERM: a call was denied
 	exitConfig      = 78 // EX_CONFIG: the policy document is invalid
-	exitConflict    = 79 // the approval was already decided by someone else
+	exitConflict    = 79 // the approval was already decided, or expired
 	exitLoosens     = 80 // policy diff: the new policy loosens a decision
 	exitDeferred    = 81 // run --on-ask defer: a call waits for a person; toolgate resume goes on
 	exitInterrupted = 130
@@ -40,7 +40,7 @@ const exitStatusHelp = `EXIT STATUS
    75   an approval expired before anyone decided: retry later (EX_TEMPFAIL)
    77   a call was denied by policy, a person or a schema (EX_NOPERM)
    78   the policy document is invalid (EX_CONFIG)
-   79   the approval was already decided by someone else
+   79   the approval was already decided, or expired
    80   policy diff: the new policy loosens a decision
    81   run --on-ask defer: a call waits for a person (toolgate resume goes on)
    130  interrupted`

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/toolgate/toolgate/policy"
 	"github.com/urfave/cli/v2"
@@ -14,28 +16,30 @@ func policyCheckCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "check",
 		Usage:     "validate policy documents and run their inline tests",
-		ArgsUsage: "FILE...",
-		Description: `Loads each file strictly (JSON syntax, the policy JSON Schema, rule ids, regular
+		ArgsUsage: "[FILE...]",
+		Description: `Loads each file (the default policy when none is given) strictly (JSON syntax, the policy JSON Schema, rule ids, regular
 expressions, tool schemas) and runs its inline tests. Quiet when every file is
 valid; otherwise every problem is listed as FILE:LINE:COL: rule "ID": what.
 What is valid but cannot do what it seems to say (a command prefix that can
 never match) is listed the same way as a warning; warnings alone exit 0.
 
 EXAMPLES
+   toolgate policy check
    toolgate policy check examples/policies/*.json
    toolgate policy check --json policy.json | jq '.files[].errors'
 
 EXIT STATUS
    0    every file is valid
-   64   no file given
+   64   bad command line
    66   a file cannot be read
    78   at least one file is invalid`,
 		Flags: []cli.Flag{jsonFlag()},
 		Action: func(cliCtx *cli.Context) error {
-			if cliCtx.NArg() == 0 {
-				return usagef("policy check needs at least one FILE")
+			files := cliCtx.Args().Slice()
+			if len(files) == 0 {
+				files = []string{cmp.Or(os.Getenv(policyEnv), defaultPolicy())}
 			}
-			return runPolicyCheck(cliCtx.App.Writer, cliCtx.App.ErrWriter, cliCtx.Args().Slice(), cliCtx.Bool("json"))
+			return runPolicyCheck(cliCtx.App.Writer, cliCtx.App.ErrWriter, files, cliCtx.Bool("json"))
 		},
 	}
 }
