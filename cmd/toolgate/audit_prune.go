@@ -17,7 +17,9 @@ func auditPruneCommand() *cli.Command {
 		ArgsUsage: " ",
 		Description: `Removes from the ledger the audit events recorded before --before, and the
 sessions that ended before it with their calls, approvals, decisions and
-write-backs; then compacts the ledger's files. Sessions still running, or
+write-backs; then asks Badger to compact its files (which, so far, gives
+little disk back; the line "ledger files" says what it did). Sessions still
+running, or
 ended since, stay whole.
 
 The chain that remains still verifies: the last event removed becomes its
