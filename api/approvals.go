@@ -23,6 +23,7 @@ const (
 	RouteAuditVerify = "GET /v1/audit/verify"
 	RouteAuditExport = "GET /v1/audit/export"
 	RouteAuditEvent  = "GET /v1/audit/events/{seq}"
+	RouteAuditPrune  = "POST /v1/audit/prune"
 	// On gate.sock: toolgate run waits there for a person's decision.
 	RouteWait      = "POST /v1/approvals/{id}/wait"
 	RouteClaudePID = "POST /v1/sessions/{id}/claude"
@@ -151,8 +152,15 @@ func (c *Client) VerifyAudit(ctx context.Context) (VerifyResult, error) {
 	return r, c.do(ctx, "GET", "/v1/audit/verify", nil, &r)
 }
 
+// PruneAudit removes what is older than before from the ledger (audit
+// prune).
+func (c *Client) PruneAudit(ctx context.Context, before time.Time) (Pruned, error) {
+	var r Pruned
+	return r, c.do(ctx, "POST", "/v1/audit/prune", PruneRequest{Before: before}, &r)
+}
+
 // ExportAudit writes the audit chain to w as JSON lines, one event a line,
-// exactly as stored.
+// exactly as hashed.
 func (c *Client) ExportAudit(ctx context.Context, w io.Writer) error {
 	resp, err := c.roundTrip(ctx, "GET", "/v1/audit/export", nil)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -21,12 +22,22 @@ type Client struct {
 	// VerifyPeer, when set, is shown the kernel's credentials of the
 	// process listening on the socket before each request is sent; an
 	// error refuses the request (an *UnavailableError): the hook and
-	// toolgate run talk only to the daemon they trust.
+	// toolgate run talk only to the daemon they trust. A kept connection
+	// (KeepAlive) is shown again, with the peer it was verified as.
 	VerifyPeer func(Peer) error
+	// KeepAlive keeps connections open for the next request (toolgate
+	// run, which forwards every hook event of its session): a new
+	// connection a request costs a dial and a peer check. The hook binary,
+	// which makes one request, closes its connection.
+	KeepAlive bool
+
 	// Locate, when set, names the socket for each new connection instead
 	// of SocketPath: an approver that waits for a daemon finds it wherever
 	// it starts (see Paths.Live).
 	Locate func() string
+
+	mu   sync.Mutex
+	idle []*conn // kept connections (KeepAlive)
 }
 
 // socket is the socket the next connection dials.
@@ -161,6 +172,12 @@ func (c *Client) Calls(ctx context.Context, sessionID string) ([]Call, error) {
 		path += "?session=" + url.QueryEscape(sessionID)
 	}
 	return r.Calls, c.do(ctx, "GET", path, nil, &r)
+}
+
+// Outcomes reports what became of calls of a session (its owner only).
+func (c *Client) Outcomes(ctx context.Context, sessionID string, o []Outcome) (OutcomesResponse, error) {
+	var r OutcomesResponse
+	return r, c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(sessionID)+"/outcomes", OutcomesRequest{Outcomes: o}, &r)
 }
 
 // Hook forwards one hook event.

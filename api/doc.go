@@ -47,6 +47,9 @@
 //	POST /v1/prompt                  PromptRequest -> Verdict (an ask carries approval_id)
 //	POST /v1/approvals/{id}/wait     -> Verdict, once a person decided or it expired
 //	POST /v1/sessions/{id}/claude    ClaudePIDRequest
+//	POST /v1/sessions/{id}/outcomes  OutcomesRequest -> OutcomesResponse: which
+//	                                 calls ran, what the model saw (the session's
+//	                                 owner only)
 //
 // A hook event of a session that toolgate install's hook reports
 // (HookRequest.Installed) registers that session on first sight, under
@@ -69,7 +72,9 @@
 //	GET  /v1/audit/verify            VerifyResult of the whole audit chain
 //	GET  /v1/audit/export            the audit chain, one event a JSON line, then
 //	                                 {"export": Exported}; the export is recorded first
-//	GET  /v1/audit/events/{seq}      one event of the chain, as stored
+//	GET  /v1/audit/events/{seq}      one event of the chain, as exported
+//	POST /v1/audit/prune             PruneRequest -> Pruned: remove what is older
+//	                                 than a date (refused from a gated session)
 //	GET  /v1/history                 HistoryItem lines: the calls proposed in
 //	                                 [?since, ?until) (RFC 3339), each after its
 //	                                 session, for toolgate policy diff --history
@@ -98,7 +103,13 @@ package api
 //     RegisterRequest.Policy is the file's bytes, base64 (its sha256 is the
 //     file's); RegisterRequest.ClaudeArgs, HookResponse.Defer, ResumeRequest and
 //     GET /v1/deferred: toolgate run --on-ask defer and toolgate resume.
-const ProtocolVersion = 5
+//   - 6: 2026-12-02: POST /v1/sessions/{id}/outcomes: toolgate run reports
+//     which calls ran and what the model saw, read from Claude Code's
+//     transcript, in place of the PostToolUse and PostToolBatch events.
+//     POST /v1/audit/prune on approve.sock; a verify or export of a
+//     pruned chain starts after its base (VerifyResult.Base,
+//     Exported.BaseSeq).
+const ProtocolVersion = 6
 
 // HeaderProtocol carries ProtocolVersion on every request and response.
 const HeaderProtocol = "Toolgate-Protocol"
@@ -115,4 +126,5 @@ const (
 	RouteCalls        = "GET /v1/calls"
 	RouteHook         = "POST /v1/hook"
 	RoutePrompt       = "POST /v1/prompt"
+	RouteOutcomes     = "POST /v1/sessions/{id}/outcomes"
 )

@@ -15,64 +15,128 @@ import (
 )
 
 // The client speaks HTTP/1.1 over the daemon's Unix socket itself, one
-// connection per request: net/http would bring crypto/tls and the rest of
-// its package initialisation into the hook binary, which Claude Code
-// spawns for every tool call (about 0.3 ms of its start-up, measured).
-// The daemon's side is net/http; this side needs only what it sends:
-// requests with a Content-Length, and responses with a Content-Length,
-// chunked, or ending with the connection.
+// connection per request (or kept for the next, with Client.KeepAlive):
+// net/http would bring crypto/tls and the rest of its package
+// initialisation into the hook binary, which Claude Code spawns for every
+// tool call (about 0.3 ms of its start-up, measured). The daemon's side is
+// net/http; this side needs only what it sends: requests with a
+// Content-Length, and responses with a Content-Length, chunked, or ending
+// with the connection.
 
 // response is an HTTP response whose body is read from the connection.
 type response struct {
 	status int
-	body   io.ReadCloser // closing it closes the connection
+	body   io.ReadCloser // closing it closes the connection, or keeps it (KeepAlive)
+}
+
+// conn is a connection to the daemon with its reader and the peer it was
+// verified as.
+type conn struct {
+	net.Conn
+	r    *bufio.Reader
+	peer Peer
+	sock string // the socket it was dialled on
 }
 
 // roundTrip sends one request and reads the response's head. ctx bounds
 // the whole exchange, reading the body included: when it ends the
-// connection is closed.
+// connection is closed. With KeepAlive, a connection kept from an earlier
+// request is used when there is one; if it turns out closed before any
+// answer (the daemon restarted), the request goes once more on a new one.
 func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte) (*response, error) {
+	cc, kept, err := c.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, answered, err := c.exchange(ctx, cc, method, path, body)
+	if err != nil && kept && !answered && ctx.Err() == nil {
+		if cc, err = c.dial(ctx); err != nil {
+			return nil, err
+		}
+		resp, _, err = c.exchange(ctx, cc, method, path, body)
+	}
+	return resp, err
+}
+
+// conn is a kept connection, verified again, or a new one.
+func (c *Client) conn(ctx context.Context) (*conn, bool, error) {
+	for c.KeepAlive {
+		c.mu.Lock()
+		n := len(c.idle)
+		if n == 0 {
+			c.mu.Unlock()
+			break
+		}
+		cc := c.idle[n-1]
+		c.idle = c.idle[:n-1]
+		c.mu.Unlock()
+		if c.VerifyPeer != nil && c.VerifyPeer(cc.peer) != nil {
+			// Kept from a daemon no longer trusted (restarted, say): a new
+			// connection is verified afresh.
+			cc.Close()
+			c.closeIdle()
+			break
+		}
+		return cc, true, nil
+	}
+	cc, err := c.dial(ctx)
+	return cc, false, err
+}
+
+// dial connects to the socket and verifies the peer.
+func (c *Client) dial(ctx context.Context) (*conn, error) {
 	sock := c.socket()
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", sock)
+	nc, err := d.DialContext(ctx, "unix", sock)
 	if err != nil {
 		return nil, &UnavailableError{SocketPath: sock, Err: err}
 	}
+	cc := &conn{Conn: nc, r: bufio.NewReader(nc), sock: sock}
 	if c.VerifyPeer != nil {
-		p, err := peerOf(conn)
+		cc.peer, err = peerOf(nc)
 		if err == nil {
-			err = c.VerifyPeer(p)
+			err = c.VerifyPeer(cc.peer)
 		}
 		if err != nil {
-			conn.Close()
+			nc.Close()
 			return nil, &UnavailableError{SocketPath: sock, Err: err}
 		}
 	}
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	fail := func(err error) (*response, error) {
+	return cc, nil
+}
+
+// exchange sends the request on cc and reads the response's head;
+// answered says that the server began to answer.
+func (c *Client) exchange(ctx context.Context, cc *conn, method, path string, body []byte) (*response, bool, error) {
+	stop := context.AfterFunc(ctx, func() { cc.Close() })
+	answered := false
+	fail := func(err error) (*response, bool, error) {
 		stop()
-		conn.Close()
+		cc.Close()
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return nil, &UnavailableError{SocketPath: sock, Err: err}
+		return nil, answered, &UnavailableError{SocketPath: cc.sock, Err: err}
 	}
 	var req bytes.Buffer
-	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: toolgate\r\n%s: %d\r\nConnection: close\r\n", method, path, HeaderProtocol, ProtocolVersion)
+	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: toolgate\r\n%s: %d\r\n", method, path, HeaderProtocol, ProtocolVersion)
+	if !c.KeepAlive {
+		req.WriteString("Connection: close\r\n")
+	}
 	if body != nil {
 		fmt.Fprintf(&req, "Content-Type: application/json\r\nContent-Length: %d\r\n", len(body))
 	}
 	req.WriteString("\r\n")
 	req.Write(body)
-	if _, err := conn.Write(req.Bytes()); err != nil {
+	if _, err := cc.Write(req.Bytes()); err != nil {
 		return fail(err)
 	}
-	r := bufio.NewReader(conn)
-	tp := textproto.NewReader(r)
+	tp := textproto.NewReader(cc.r)
 	line, err := tp.ReadLine()
 	if err != nil {
 		return fail(err)
 	}
+	answered = true
 	status, err := parseStatus(line)
 	if err != nil {
 		return fail(err)
@@ -81,19 +145,38 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 	if err != nil {
 		return fail(err)
 	}
-	var rd io.Reader = r
+	b := &connBody{Reader: cc.r, c: c, conn: cc, stop: stop}
 	switch {
 	case strings.EqualFold(head.Get("Transfer-Encoding"), "chunked"):
-		rd = &chunked{r: r}
+		ch := &chunked{r: cc.r}
+		b.Reader, b.done = ch, func() bool { return ch.done && ch.left == 0 }
 	case head.Get("Content-Length") != "":
 		n, err := strconv.ParseInt(head.Get("Content-Length"), 10, 64)
 		if err != nil || n < 0 {
 			return fail(fmt.Errorf("bad Content-Length %q", head.Get("Content-Length")))
 		}
-		rd = io.LimitReader(r, n)
+		lr := &io.LimitedReader{R: cc.r, N: n}
+		b.Reader, b.done = lr, func() bool { return lr.N == 0 }
 	}
-	return &response{status: status, body: &connBody{Reader: rd, conn: conn, stop: stop}}, nil
+	if strings.EqualFold(head.Get("Connection"), "close") {
+		b.done = nil // the server closes it
+	}
+	return &response{status: status, body: b}, true, nil
 }
+
+// closeIdle closes every kept connection.
+func (c *Client) closeIdle() {
+	c.mu.Lock()
+	idle := c.idle
+	c.idle = nil
+	c.mu.Unlock()
+	for _, cc := range idle {
+		cc.Close()
+	}
+}
+
+// CloseIdle closes the connections a KeepAlive client keeps.
+func (c *Client) CloseIdle() { c.closeIdle() }
 
 // peerOf reads the credentials of the process at the other end of conn.
 func peerOf(conn net.Conn) (Peer, error) {
@@ -141,17 +224,35 @@ func parseStatus(line string) (int, error) {
 	return n, nil
 }
 
-// connBody is a response body; closing it closes its connection.
+// connBody is a response body. Closing it closes its connection, unless
+// the client keeps connections and the body was read to its end: then the
+// connection waits for the next request.
 type connBody struct {
 	io.Reader
-	conn net.Conn
+	c    *Client
+	conn *conn
 	stop func() bool
+	done func() bool // whether the body was read to its end; nil: the connection cannot be kept
 }
 
 func (b *connBody) Close() error {
-	b.stop()
-	return b.conn.Close()
+	if !b.stop() { // the request's context closed the connection
+		return nil
+	}
+	if !b.c.KeepAlive || b.done == nil || !b.done() {
+		return b.conn.Close()
+	}
+	b.c.mu.Lock()
+	defer b.c.mu.Unlock()
+	if len(b.c.idle) >= maxIdle {
+		return b.conn.Close()
+	}
+	b.c.idle = append(b.c.idle, b.conn)
+	return nil
 }
+
+// maxIdle bounds the connections a KeepAlive client keeps.
+const maxIdle = 4
 
 // chunked reads a body in HTTP/1.1 chunked transfer encoding.
 type chunked struct {

@@ -198,3 +198,55 @@ func TestVerifyPeer(t *testing.T) {
 		t.Errorf("peer %+v %v", p, err)
 	}
 }
+
+// A KeepAlive client sends its requests on one connection, verifies the
+// peer it was made with before each, and when the server has closed the
+// kept connection (a restart), sends the request again on a new one.
+func TestKeepAlive(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := make(chan net.Conn, 10)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(StatusResponse{PID: 7})
+	}), ConnState: func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns <- c
+		}
+	}}
+	go srv.Serve(ln)
+	defer srv.Close()
+	c := NewClient(sock)
+	c.KeepAlive = true
+	verified := 0
+	c.VerifyPeer = func(p Peer) error {
+		verified++
+		if p.PID != os.Getpid() {
+			return errors.New("not the server")
+		}
+		return nil
+	}
+	ctx := context.Background()
+	for range 3 {
+		if st, err := c.Status(ctx); err != nil || st.PID != 7 {
+			t.Fatalf("status: %+v %v", st, err)
+		}
+	}
+	first := <-conns
+	if len(conns) != 0 || verified != 3 {
+		t.Fatalf("%d more connections for 3 requests, %d verifications", len(conns), verified)
+	}
+	first.Close() // the server goes away from the kept connection
+	if st, err := c.Status(ctx); err != nil || st.PID != 7 {
+		t.Fatalf("after the server closed the kept connection: %+v %v", st, err)
+	}
+	if len(conns) != 1 {
+		t.Errorf("%d new connections, want 1", len(conns))
+	}
+	c.VerifyPeer = func(Peer) error { return errors.New("lost") }
+	if _, err := c.Status(ctx); !IsUnavailable(err) || !strings.Contains(err.Error(), "lost") {
+		t.Errorf("a kept connection to a peer no longer trusted: %v", err)
+	}
+}

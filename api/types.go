@@ -117,6 +117,32 @@ type HookResponse struct {
 	Defer bool `json:"defer,omitempty"`
 }
 
+// OutcomesRequest reports what became of calls of a session once they
+// were decided, as toolgate run reads it from Claude Code's transcript
+// (POST /v1/sessions/{id}/outcomes, only from the session's owner).
+type OutcomesRequest struct {
+	Outcomes []Outcome `json:"outcomes"`
+}
+
+// OutcomesResponse names the calls that ran without ever being proposed
+// to the gate: Claude Code's hook did not reach it.
+type OutcomesResponse struct {
+	Undecided []string `json:"undecided,omitempty"`
+}
+
+// Outcome is what became of one call: whether Claude Code ran it, and the
+// tool_result the model saw. ToolName and Input come with it so that a
+// call the gate never saw proposed is recorded all the same.
+type Outcome struct {
+	ToolUseID string          `json:"tool_use_id"`
+	ToolName  string          `json:"tool_name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	Ran       bool            `json:"ran"`               // Claude Code's permission flow let it run
+	Failed    bool            `json:"failed,omitempty"`  // it ran and failed
+	Outcome   string          `json:"outcome,omitempty"` // "ok", or the error, in short
+	Seen      string          `json:"seen"`              // the tool_result's text
+}
+
 // PromptRequest is one permission_prompt call.
 type PromptRequest struct {
 	SessionID string          `json:"session_id"`
@@ -164,11 +190,16 @@ type EndedSession struct {
 }
 
 type VerifyResult struct {
-	Valid  bool        `json:"valid"`
-	Events uint64      `json:"events"`
-	Head   string      `json:"head,omitempty"` // the hash of the last event
-	Broken *ChainError `json:"broken,omitempty"`
-	Export *Exported   `json:"export,omitempty"`
+	Valid   bool   `json:"valid"`
+	Events  uint64 `json:"events"`             // how many the chain holds (after Base)
+	HeadSeq uint64 `json:"head_seq,omitempty"` // the seq of the last event
+	Head    string `json:"head,omitempty"`     // the hash of the last event
+	// Base is the seq of the last event pruned (audit prune), and BaseHash
+	// its hash: the chain holds the events after it, the first naming it.
+	Base     uint64      `json:"base,omitempty"`
+	BaseHash string      `json:"base_hash,omitempty"`
+	Broken   *ChainError `json:"broken,omitempty"`
+	Export   *Exported   `json:"export,omitempty"`
 }
 
 // Exported is an export of the audit chain, as the ledger records it (an
@@ -176,12 +207,43 @@ type VerifyResult struct {
 // events it holds end at HeadSeq with HeadHash. It anchors an export: a
 // file cut short or rewritten no longer matches the ledger's record.
 type Exported struct {
-	Event      uint64    `json:"event"` // the seq of the ledger's audit_exported event
-	HeadSeq    uint64    `json:"head_seq"`
-	HeadHash   string    `json:"head_hash"`
+	Event    uint64 `json:"event"` // the seq of the ledger's audit_exported event
+	HeadSeq  uint64 `json:"head_seq"`
+	HeadHash string `json:"head_hash"`
+	// BaseSeq and BaseHash are the last event pruned (audit prune) when
+	// the chain was pruned: the export holds the events after it.
+	BaseSeq    uint64    `json:"base_seq,omitempty"`
+	BaseHash   string    `json:"base_hash,omitempty"`
 	ExportedAt time.Time `json:"exported_at"`
 	ByPID      int       `json:"by_pid,omitempty"`
 	ByExe      string    `json:"by_exe,omitempty"`
+}
+
+// PruneRequest asks the daemon to remove what is older than Before.
+type PruneRequest struct {
+	Before time.Time `json:"before"`
+}
+
+// Pruned is a prune of the ledger, as the audit chain records it (an
+// "audit_pruned" event) and as audit prune reports it: the events recorded
+// before Before and the sessions ended before it, with their calls, were
+// removed; the chain goes on from the event BaseSeq, whose hash BaseHash
+// the first remaining event names. BaseSeq is an anchor of what remains
+// (audit verify --anchor cannot reach before it).
+type Pruned struct {
+	Event    uint64    `json:"event"` // the seq of the audit_pruned event
+	Before   time.Time `json:"before"`
+	BaseSeq  uint64    `json:"base_seq"`
+	BaseHash string    `json:"base_hash,omitempty"`
+	Events   uint64    `json:"events"`   // audit events removed
+	Sessions int       `json:"sessions"` // sessions removed
+	Calls    int       `json:"calls"`    // calls removed
+	ByPID    int       `json:"by_pid,omitempty"`
+	ByExe    string    `json:"by_exe,omitempty"`
+	// The ledger's files, in bytes, before and after the compaction that
+	// follows (reported, not recorded).
+	BytesBefore int64 `json:"bytes_before,omitempty"`
+	BytesAfter  int64 `json:"bytes_after,omitempty"`
 }
 
 // ExportTrailer is the last line of an export: {"export": {...}}.

@@ -40,7 +40,17 @@ func TestAnswers(t *testing.T) {
 func TestHooksSettings(t *testing.T) {
 	got := string(HooksSettings("GOMAXPROCS=1 exec '/bin/toolgate-hook'", api.PreToolUse, api.PostToolUse))
 	group := `[{"matcher":"*","hooks":[{"type":"command","command":"GOMAXPROCS=1 exec '/bin/toolgate-hook'","timeout":30}]}]`
-	if want := `{"hooks":{"PreToolUse":` + group + `,"PostToolUse":` + group + `}}`; got != want {
+	if want := `{"disableAllHooks":false,"hooks":{"PreToolUse":` + group + `,"PostToolUse":` + group + `}}`; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestHTTPHooksSettings(t *testing.T) {
+	got := string(HTTPHooksSettings("http://127.0.0.1:9/hook", "tok", 30, "example.com,127.0.0.1", api.PreToolUse))
+	want := `{"disableAllHooks":false,"allowedHttpHookUrls":["http://127.0.0.1:9/hook"],"sandbox":{"enabled":false},` +
+		`"env":{"NO_PROXY":"example.com,127.0.0.1","no_proxy":"example.com,127.0.0.1"},"hooks":{"PreToolUse":[{"matcher":"*","hooks":[` +
+		`{"type":"http","url":"http://127.0.0.1:9/hook","headers":{"Authorization":"Bearer tok"},"timeout":30}]}]}}`
+	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }

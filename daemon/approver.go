@@ -24,6 +24,7 @@ func (d *Daemon) approverHandler() http.Handler {
 	mux.HandleFunc(api.RouteAuditVerify, d.handleAuditVerify)
 	mux.HandleFunc(api.RouteAuditExport, d.handleAuditExport)
 	mux.HandleFunc(api.RouteAuditEvent, d.handleAuditEvent)
+	mux.HandleFunc(api.RouteAuditPrune, d.handleAuditPrune)
 	mux.HandleFunc(api.RouteHistory, d.handleHistory)
 	return d.guard(mux)
 }
@@ -242,6 +243,46 @@ func (d *Daemon) handleAuditEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, e)
+}
+
+// handleAuditPrune removes what is older than a date from the ledger. A
+// process of a gated session is refused, as it would be as an approver:
+// the model must not thin out its own record.
+func (d *Daemon) handleAuditPrune(w http.ResponseWriter, r *http.Request) {
+	var req api.PruneRequest
+	if !decodeRequest(w, r, &req) {
+		return
+	}
+	if req.Before.IsZero() {
+		writeError(w, http.StatusBadRequest, "bad_request", "before is required")
+		return
+	}
+	p, _ := peerFrom(r.Context())
+	if what, refusal := d.selfApproval(p.PID); refusal != "" {
+		exe, _ := proc.Exe(p.PID)
+		d.log.Warn("refused a prune from inside a gated session", "pid", p.PID, "exe", exe, "why", refusal)
+		d.incident(r.Context(), "audit", api.Incident{What: what, PID: p.PID, Exe: exe, Detail: "audit prune"})
+		writeError(w, http.StatusForbidden, "self_approval", refusal)
+		return
+	}
+	// In a fleet the chain is also the outbox: what Postgres lacks stays.
+	published := ledger.Unpublished
+	if d.gate.fleet != nil {
+		var err error
+		if published, err = d.gate.fleet.Published(r.Context()); err != nil {
+			writeError(w, http.StatusServiceUnavailable, "fleet_unavailable",
+				"the fleet's PostgreSQL cannot say which events it holds, and the ledger keeps those it lacks: "+err.Error())
+			return
+		}
+	}
+	who := actorOf(p)
+	rec, err := d.ledger.Prune(r.Context(), req.Before, api.Incident{PID: p.PID, Exe: who.Exe}, published)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	d.log.Info("ledger pruned", "before", req.Before, "events", rec.Events, "sessions", rec.Sessions, "calls", rec.Calls, "base", rec.BaseSeq)
+	writeJSON(w, rec)
 }
 
 // handleHistory streams the recorded calls of a time window, each after

@@ -250,6 +250,7 @@ func (d *Daemon) handler() http.Handler {
 	mux.HandleFunc(api.RoutePrompt, d.handlePrompt)
 	mux.HandleFunc(api.RouteWait, d.handleWait)
 	mux.HandleFunc(api.RouteClaudePID, d.handleClaudePID)
+	mux.HandleFunc(api.RouteOutcomes, d.handleOutcomes)
 	mux.HandleFunc(api.RouteResume, d.handleResume)
 	mux.HandleFunc(api.RouteDeferred, d.handleDeferred)
 	return d.guard(mux)
@@ -485,4 +486,23 @@ func (d *Daemon) handlePrompt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, v)
+}
+
+// handleOutcomes records what became of a session's calls: only its owner
+// (the toolgate run that reads Claude Code's transcript) may report them.
+func (d *Daemon) handleOutcomes(w http.ResponseWriter, r *http.Request) {
+	var req api.OutcomesRequest
+	if !decodeRequest(w, r, &req) {
+		return
+	}
+	s, ok := d.ownedSession(w, r, "report what its calls did")
+	if !ok {
+		return
+	}
+	undecided, err := d.gate.outcomes(r.Context(), s, req.Outcomes)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	writeJSON(w, api.OutcomesResponse{Undecided: undecided})
 }

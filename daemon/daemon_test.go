@@ -94,8 +94,10 @@ func TestDaemonDecides(t *testing.T) {
 		{"t3", "Bash", `{"command":"make"}`, "ask", "default", ""},
 		{"t4", "mcp__gh__pr", `{"title":"x"}`, "deny", "schema_invalid", ""},
 		{"t5", "mcp__gh__sign", `{}`, "deny", "requires_user_interaction", ""},
-		{"t1", "Bash", `{"command":"ls -la"}`, "allow", "", "allow-ls"},              // the same call again: the same decision
-		{"t1", "Bash", `{"command":"rm -rf /"}`, "deny", "tool_use_id_conflict", ""}, // the same id, another input
+		{"t1", "Bash", `{"command":"ls -la"}`, "deny", "duplicate_tool_use_id", ""},      // the same call again: it may be running
+		{"t2", "Bash", `{"command":"ls && rm -rf /"}`, "deny", "destructive", "deny-rm"}, // a denied one again: the same decision
+		{"t3", "Bash", `{"command":"make"}`, "deny", "duplicate_tool_use_id", ""},        // an ask again, while it waits
+		{"t1", "Bash", `{"command":"rm -rf /"}`, "deny", "tool_use_id_conflict", ""},     // the same id, another input
 	}
 	for _, tt := range tests {
 		resp, err := c.Hook(ctx, api.HookRequest{SessionID: sid, Event: pre(tt.id, tt.tool, tt.input)})

@@ -103,8 +103,9 @@ func callOf(ev gjson.Result) (api.Call, error) {
 // decides it (outside the ledger's writer), and the ledger records the
 // proposal with that verdict in one durable transaction, unless the call
 // was decided before; then the recorded verdict stands, a call that
-// already ran is denied duplicate_tool_use_id, and one proposed with
-// another input tool_use_id_conflict. fromHook says the call comes from
+// already ran (or, proposed again by the hook, was allowed or waits for a
+// person) is denied duplicate_tool_use_id, and one proposed with another
+// input tool_use_id_conflict. fromHook says the call comes from
 // PreToolUse: a terminal verdict's write-back is recorded in the same
 // transaction, and a proposal of a settled tool_use_id is recorded as a
 // repeat. (The prompt tool asks about calls their PreToolUse decided.)
@@ -122,14 +123,19 @@ func (g *gate) decide(ctx context.Context, s *gateSession, c api.Call, fromHook 
 		return v, nil
 	case stored.Executions > 0:
 		v = api.Deny(api.ReasonDuplicateToolUseID, api.SourceLedger)
-	case stored.Effect == api.EffectAsk:
-		return answer(stored.Verdict), nil // still waiting for a person
-	case fromHook && stored.Deferred && len(stored.Repeats) == 0:
+	case fromHook && stored.Deferred && len(stored.Repeats) == 0 && stored.Effect != api.EffectAsk:
 		// toolgate resume: Claude Code proposes the deferred call again,
 		// and it gets the person's decision (or the expiry's), once.
 		v = answer(stored.Verdict)
 		g.writeBack(ctx, c.ToolUseID, v)
 		return v, nil
+	case fromHook && stored.Effect != api.EffectDeny:
+		// The hook proposes again a call that was allowed (it may be
+		// running: toolgate run learns what ran from Claude Code's
+		// transcript, after the fact) or still waits for a person.
+		v = api.Deny(api.ReasonDuplicateToolUseID, api.SourceLedger)
+	case stored.Effect == api.EffectAsk:
+		return answer(stored.Verdict), nil // still waiting for a person
 	default:
 		v = answer(stored.Verdict)
 	}
@@ -234,6 +240,27 @@ func (g *gate) executed(ctx context.Context, s *gateSession, ev gjson.Result, fa
 		return nil
 	}
 	return err
+}
+
+// outcomes records what became of a session's calls once decided, as
+// toolgate run read it from Claude Code's transcript, and returns the
+// calls that ran without ever being proposed.
+func (g *gate) outcomes(ctx context.Context, s *gateSession, outcomes []api.Outcome) ([]string, error) {
+	if len(outcomes) == 0 {
+		return nil, nil
+	}
+	results, err := g.ledger.RecordOutcomes(ctx, s.rec.ID, outcomes)
+	var undecided []string
+	for _, r := range results {
+		if r.Undecided {
+			undecided = append(undecided, r.ToolUseID)
+			g.log.Error("a call ran that the gate never decided", "tool_use_id", r.ToolUseID, "session", s.rec.ID)
+		}
+		if r.Duplicate {
+			g.log.Error("a tool_use_id ran twice", "tool_use_id", r.ToolUseID, "session", s.rec.ID)
+		}
+	}
+	return undecided, err
 }
 
 // batch records what the model saw of every call of one message.

@@ -27,10 +27,11 @@ func (w *world) runAsync(a runArgs) (*lines, func() result) {
 	return r.lines, wait
 }
 
-// running is a run under way: its stderr lines and its process.
+// running is a run under way: its stderr lines, its process and its model.
 type running struct {
 	lines *lines
 	cmd   *exec.Cmd
+	model *modelscript.Server
 }
 
 // runAsyncCmd is runAsync that also gives the run's process.
@@ -38,11 +39,11 @@ func (w *world) runAsyncCmd(a runArgs) (*running, func() result) {
 	w.t.Helper()
 	l := newLines()
 	a.stderrLines = l
-	cmd, _, finish := w.start(a)
+	cmd, res, finish := w.start(a)
 	if err := cmd.Start(); err != nil {
 		w.t.Fatal(err)
 	}
-	return &running{l, cmd}, func() result {
+	return &running{l, cmd, res.model}, func() result {
 		cmd.Wait()
 		return finish(cmd)
 	}
@@ -51,44 +52,46 @@ func (w *world) runAsyncCmd(a runArgs) (*running, func() result) {
 // 1: ask -> toolgate approve from another process -> the call runs once;
 // the decision's actor is the OS user; the report says source person.
 func TestApproveFromAnotherProcess(t *testing.T) {
-	w := newWorld(t)
-	l, wait := w.runAsync(runArgs{policy: askTouchPolicy, script: []modelscript.Step{step(bash("toolu_e2e_appr", "touch approved.txt"))}})
-	id := l.approvalID(t)
-	if code, out := w.toolgate("approve", id, "--reason", "fine by me"); code != 0 || out != "" {
-		t.Fatalf("approve: exit %d %q (want 0, quiet)", code, out)
-	}
-	r := wait()
-	if r.code != 0 {
-		t.Fatalf("exit %d", r.code)
-	}
-	if _, err := os.Stat(filepath.Join(w.project, "approved.txt")); err != nil {
-		t.Fatal("the approved call did not run")
-	}
-	// The terminal that waited hears who decided.
-	contains(t, "run's stderr", r.stderr, id+" approved by user:")
-	c := r.call(t, "toolu_e2e_appr")
-	if c.Effect != "allow" || c.Source != "person" || c.Actor != "user:root" && !strings.HasPrefix(c.Actor, "user:") || c.ApprovalID != id || !c.Executed {
-		t.Errorf("report: %+v", c)
-	}
-	_, show := w.toolgate("show", id)
-	contains(t, "toolgate show", show, "approved by user:", "decision allow", "fine by me", "written back to claude: allow")
-	// The seed's three documents of a real session, exactly as their
-	// schemas describe them.
-	_, showJSON := w.toolgateOut("show", "--json", id)
-	var detail struct {
-		Approval  json.RawMessage `json:"approval"`
-		Decision  json.RawMessage `json:"decision"`
-		WriteBack json.RawMessage `json:"write_back"`
-	}
-	if err := json.Unmarshal([]byte(showJSON), &detail); err != nil {
-		t.Fatalf("show --json: %v: %s", err, showJSON)
-	}
-	schematest.Validate(t, api.SchemaApproval, detail.Approval)
-	schematest.Validate(t, api.SchemaDecision, detail.Decision)
-	schematest.Validate(t, api.SchemaWriteBack, detail.WriteBack)
-	if calls := w.audit(r.report.SessionID); calls[0].Executions != 1 {
-		t.Errorf("ran %d times", calls[0].Executions)
-	}
+	forTransports(t, func(t *testing.T, transport string) {
+		w := newWorld(t)
+		l, wait := w.runAsync(runArgs{transport: transport, policy: askTouchPolicy, script: []modelscript.Step{step(bash("toolu_e2e_appr", "touch approved.txt"))}})
+		id := l.approvalID(t)
+		if code, out := w.toolgate("approve", id, "--reason", "fine by me"); code != 0 || out != "" {
+			t.Fatalf("approve: exit %d %q (want 0, quiet)", code, out)
+		}
+		r := wait()
+		if r.code != 0 {
+			t.Fatalf("exit %d", r.code)
+		}
+		if _, err := os.Stat(filepath.Join(w.project, "approved.txt")); err != nil {
+			t.Fatal("the approved call did not run")
+		}
+		// The terminal that waited hears who decided.
+		contains(t, "run's stderr", r.stderr, id+" approved by user:")
+		c := r.call(t, "toolu_e2e_appr")
+		if c.Effect != "allow" || c.Source != "person" || c.Actor != "user:root" && !strings.HasPrefix(c.Actor, "user:") || c.ApprovalID != id || !c.Executed {
+			t.Errorf("report: %+v", c)
+		}
+		_, show := w.toolgate("show", id)
+		contains(t, "toolgate show", show, "approved by user:", "decision allow", "fine by me", "written back to claude: allow")
+		// The seed's three documents of a real session, exactly as their
+		// schemas describe them.
+		_, showJSON := w.toolgateOut("show", "--json", id)
+		var detail struct {
+			Approval  json.RawMessage `json:"approval"`
+			Decision  json.RawMessage `json:"decision"`
+			WriteBack json.RawMessage `json:"write_back"`
+		}
+		if err := json.Unmarshal([]byte(showJSON), &detail); err != nil {
+			t.Fatalf("show --json: %v: %s", err, showJSON)
+		}
+		schematest.Validate(t, api.SchemaApproval, detail.Approval)
+		schematest.Validate(t, api.SchemaDecision, detail.Decision)
+		schematest.Validate(t, api.SchemaWriteBack, detail.WriteBack)
+		if calls := w.audit(r.report.SessionID); calls[0].Executions != 1 {
+			t.Errorf("ran %d times", calls[0].Executions)
+		}
+	})
 }
 
 // 2: ask -> toolgate deny --reason -> not run; the model's tool_result

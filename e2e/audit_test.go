@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/modelscript"
 )
 
@@ -86,5 +88,60 @@ func TestAuditListsByTime(t *testing.T) {
 	}
 	if code, out := w.toolgate("audit", "--session", "ses_nope"); code != 65 || !strings.Contains(out, `no session "ses_nope"`) || !strings.Contains(out, "Try: ") {
 		t.Errorf("audit --session ses_nope: %d %s", code, out)
+	}
+}
+
+// audit prune through the daemon: a session's own code cannot prune (the
+// guard refuses the command, the daemon a script's request); a person
+// outside can, and the chain that remains verifies from the base the
+// prune prints, in the ledger and in an export; an anchor from before the
+// prune says it was pruned.
+func TestAuditPrune(t *testing.T) {
+	needTools(t, "python3")
+	w := newWorld(t)
+	first := w.run(runArgs{policy: allowTouchPolicy, script: []modelscript.Step{step(bash("toolu_prune_1", "touch a.txt"))}})
+	if first.code != 0 || first.report.AuditHead == nil {
+		t.Fatalf("first run: exit %d, head %+v", first.code, first.report.AuditHead)
+	}
+	w.writeFile("prune.sh", "toolgate audit prune --before 1s; echo \"prune: $?\"\n")
+	inside := w.run(runArgs{policy: `{"version": 1, "default": "allow", "rules": []}`, claudeEnv: attackEnv(), script: []modelscript.Step{
+		step(bash("toolu_prune_cmd", "toolgate audit prune --before 1s")), step(bash("toolu_prune_script", "sh prune.sh"))}})
+	if c := inside.call(t, "toolu_prune_cmd"); c.ReasonCode != api.ReasonToolgateGuard || c.Executed {
+		t.Errorf("the session's own prune command: %+v", c)
+	}
+	contains(t, "the script's prune", inside.saw(t, "toolu_prune_script").Text, "prune: 77")
+	code, out := w.toolgate("audit", "prune", "--before", "0s") // now: both sessions ended
+	if code != 0 || !strings.Contains(out, "keep this anchor: ") {
+		t.Fatalf("prune: exit %d\n%s", code, out)
+	}
+	anchor := strings.TrimSpace(out[strings.Index(out, "keep this anchor: ")+len("keep this anchor: "):])
+	anchor, _, _ = strings.Cut(anchor, "\n")
+	t.Logf("prune:\n%s", out)
+	if code, out := w.toolgate("audit", "verify", "--anchor", anchor); code != 0 {
+		t.Errorf("verify from the base: %d %s", code, out)
+	}
+	old := fmt.Sprintf("%d:%s", first.report.AuditHead.Seq, first.report.AuditHead.Hash)
+	if code, out := w.toolgate("audit", "verify", "--anchor", old); code != 65 || !strings.Contains(out, "(pruned)") {
+		t.Errorf("an anchor from before the prune: %d %s", code, out)
+	}
+	if code, out := w.toolgate("audit", "--session", first.report.SessionID, "--json"); code != 65 || !strings.Contains(out, "no session") {
+		t.Errorf("the pruned session: %d %s", code, out)
+	}
+	// A session after the prune is gated and recorded as before; an export
+	// starts from the base and holds the prune.
+	after := w.run(runArgs{policy: allowTouchPolicy, script: []modelscript.Step{step(bash("toolu_prune_2", "touch b.txt"))}})
+	if after.code != 0 || len(w.audit(after.report.SessionID)) != 1 {
+		t.Fatalf("a run after the prune: exit %d", after.code)
+	}
+	export := filepath.Join(t.TempDir(), "audit.jsonl")
+	if code, out := w.toolgate("audit", "export", "-o", export); code != 0 {
+		t.Fatalf("export: %d %s", code, out)
+	}
+	data, _ := os.ReadFile(export)
+	contains(t, "the export", string(data), `"kind":"audit_pruned"`, `"base_seq":`+strings.Split(anchor, ":")[0])
+	for _, args := range [][]string{{"--file", export}, {"--file", export, "--offline", "--anchor", anchor}} {
+		if code, out := w.toolgate(append([]string{"audit", "verify"}, args...)...); code != 0 {
+			t.Errorf("verify %v: %d %s", args, code, out)
+		}
 	}
 }

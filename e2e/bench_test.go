@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,21 +15,43 @@ import (
 
 	"github.com/toolgate/toolgate/contain"
 	"github.com/toolgate/toolgate/modelscript"
+	"github.com/toolgate/toolgate/supervisor"
 )
 
 // BenchmarkRunVsBareClaude times the same scripted 50-call session with
-// the real CLI twice, interleaved: bare claude -p (Bash allowed by
-// --allowedTools) and claude under toolgate run with an allow-all policy,
-// where every call is hooked, recorded durably and decided.
+// the real CLI, interleaved: bare claude -p (Bash allowed by
+// --allowedTools); the floor, bare claude -p with one no-op http
+// PreToolUse hook (a server in this process that answers nothing); and
+// claude under toolgate run with an allow-all policy, where every call is
+// hooked, recorded durably and decided: by default (http hooks, Landlock),
+// with the command hook, uncontained, and strict. With
+// TOOLGATE_BENCH_BASELINE naming another build's toolgate (its
+// toolgate-hook beside it), that build's run is timed too, in the same
+// rounds. The daemon runs before each timed run, as it does between the
+// runs of a machine; its start is timed apart (cold).
 func BenchmarkRunVsBareClaude(b *testing.B) {
 	calls := benchCalls()
 	var script []modelscript.Step
 	for i := range calls {
 		script = append(script, step(bash(fmt.Sprintf("toolu_bench_%02d", i), "true")))
 	}
-	// bare claude -p, then toolgate run with each containment: off, the
-	// default (Landlock) and strict (Landlock and Claude Code's sandbox).
-	variants := []string{"bare", contain.Off, contain.Auto, contain.Strict}
+	noop := noopHookServer(b)
+	baseline := os.Getenv("TOOLGATE_BENCH_BASELINE")
+	type variant struct {
+		name, bin string
+		args      []string
+	}
+	variants := []variant{
+		{name: "bare"}, {name: "floor"},
+		{name: "toolgate", bin: toolgateBin},
+		{name: "command", bin: toolgateBin, args: []string{"--hook-transport", supervisor.HookCommand}},
+		{name: "uncontained", bin: toolgateBin, args: []string{"--containment", contain.Off}},
+		{name: "strict", bin: toolgateBin, args: []string{"--containment", contain.Strict}},
+		{name: "cold", bin: toolgateBin},
+	}
+	if baseline != "" {
+		variants = append(variants, variant{name: "baseline", bin: baseline})
+	}
 	times := map[string][]time.Duration{}
 	for b.Loop() {
 		for _, v := range variants {
@@ -37,31 +62,80 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 			}
 			policy := filepath.Join(w.root, "policy.json")
 			os.WriteFile(policy, []byte(allowAllPolicy), 0o600)
-			cmd := exec.Command(toolgateBin, "run", "--containment", v, "--policy", policy, "--", claudeBin, "-p", "--output-format", "json", "--", "go")
-			if v == "bare" {
+			var cmd *exec.Cmd
+			switch v.name {
+			case "bare":
 				cmd = exec.Command(claudeBin, "-p", "--output-format", "json", "--allowedTools", "Bash", "--", "go")
+			case "floor":
+				cmd = exec.Command(claudeBin, "-p", "--output-format", "json", "--allowedTools", "Bash", "--settings", noop, "--", "go")
+			default:
+				args := append(append([]string{"run", "--policy", policy}, v.args...), "--", claudeBin, "-p", "--output-format", "json", "--", "go")
+				cmd = exec.Command(v.bin, args...)
 			}
 			cmd.Dir, cmd.Env = w.project, w.env(model)
+			if v.bin != "" {
+				cmd.Env = append(cmd.Env, "TOOLGATE_HOOK="+filepath.Join(filepath.Dir(v.bin), "toolgate-hook"))
+				if v.name != "cold" {
+					w.startDaemon(v.bin)
+				}
+			}
 			start := time.Now()
 			out, err := cmd.CombinedOutput()
 			d := time.Since(start)
 			model.Close()
 			if err != nil {
-				b.Fatalf("%s: %v: %s", v, err, out)
+				b.Fatalf("%s: %v: %s", v.name, err, out)
 			}
 			if n := len(model.ToolResults()); n != calls {
-				b.Fatalf("%s: %d tool results, want %d", v, n, calls)
+				b.Fatalf("%s: %d tool results, want %d", v.name, n, calls)
 			}
-			times[v] = append(times[v], d)
+			times[v.name] = append(times[v.name], d)
+			if v.bin != "" && v.bin != toolgateBin {
+				// Another build's daemon speaks its own protocol version:
+				// its own CLI stops it.
+				stop := exec.Command(v.bin, "daemon", "stop")
+				stop.Env = w.env(nil)
+				if out, err := stop.CombinedOutput(); err != nil {
+					b.Fatalf("%s daemon stop: %v: %s", v.bin, err, out)
+				}
+			}
 			w.stopDaemon()
 		}
 	}
-	bare := median(times["bare"]).Seconds()
+	bare, floor := median(times["bare"]).Seconds(), median(times["floor"]).Seconds()
 	b.ReportMetric(bare, "bare_s")
-	for v, name := range map[string]string{contain.Auto: "toolgate", contain.Off: "uncontained", contain.Strict: "strict"} {
-		m := median(times[v]).Seconds()
-		b.ReportMetric(m, name+"_s")
-		b.ReportMetric(m/bare, name+"_x_bare")
+	b.ReportMetric(floor, "floor_s")
+	b.ReportMetric(floor/bare, "floor_x_bare")
+	for _, v := range variants[2:] {
+		m := median(times[v.name]).Seconds()
+		b.ReportMetric(m, v.name+"_s")
+		b.ReportMetric(m/bare, v.name+"_x_bare")
+		b.ReportMetric(m/floor, v.name+"_x_floor")
+	}
+}
+
+// noopHookServer serves a no-op http hook (200, no body: no verdict) for
+// the benchmark's floor and returns the settings that register it for
+// PreToolUse.
+func noopHookServer(b *testing.B) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) })}
+	go srv.Serve(ln)
+	b.Cleanup(func() { srv.Close() })
+	return `{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"http","url":"http://` + ln.Addr().String() + `/hook","timeout":30}]}]}}`
+}
+
+// startDaemon starts the world's daemon with bin (toolgate serve), and
+// returns once it answers.
+func (w *world) startDaemon(bin string) {
+	w.t.Helper()
+	cmd := exec.Command(bin, "serve", "--background")
+	cmd.Env = w.env(nil)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		w.t.Fatalf("toolgate serve --background: %v: %s", err, out)
 	}
 }
 

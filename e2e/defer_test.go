@@ -71,47 +71,51 @@ func (w *world) deferred(t *testing.T, steps []modelscript.Step, extra ...string
 	return r, id
 }
 
+// The run defers through either hook transport (the http hook answers
+// "defer" as the hook binary does); resume goes on with the default.
 func TestDeferApproveResume(t *testing.T) {
-	w := newWorld(t)
-	r, id := w.deferred(t, []modelscript.Step{step(bash("toolu_def", "touch deferred.txt"))})
-	// Nothing decided yet: resume leaves the session waiting.
-	code, listed, model := w.resume(nil)
-	if code != 0 || len(listed) != 1 || listed[0]["outcome"] != "waiting" || len(model.ToolResults()) != 0 {
-		t.Fatalf("resume before a decision: exit %d %v", code, listed)
-	}
-	if code, out := w.toolgate("approve", id); code != 0 {
-		t.Fatalf("approve: %d %s", code, out)
-	}
-	// --project of another directory leaves it alone.
-	elsewhere := t.TempDir()
-	code, listed, model = w.resume(nil, "--project", elsewhere)
-	if code != 0 || len(listed) != 0 || len(model.ToolResults()) != 0 {
-		t.Fatalf("resume --project %s: exit %d %v", elsewhere, code, listed)
-	}
-	code, listed, model = w.resume([]modelscript.Step{{Text: "done"}}, "--project", w.project)
-	if code != 0 || len(listed) != 1 || listed[0]["outcome"] != "resumed" {
-		t.Fatalf("resume: exit %d %v", code, listed)
-	}
-	if _, err := os.Stat(filepath.Join(w.project, "deferred.txt")); err != nil {
-		t.Error("the approved call did not run")
-	}
-	if _, ok := model.ToolResults()["toolu_def"]; !ok {
-		t.Error("the model never heard how its call went")
-	}
-	var call api.Call
-	for _, c := range w.audit(r.report.SessionID) {
-		if c.ToolUseID == "toolu_def" {
-			call = c
+	forTransports(t, func(t *testing.T, transport string) {
+		w := newWorld(t)
+		r, id := w.deferred(t, []modelscript.Step{step(bash("toolu_def", "touch deferred.txt"))}, "--hook-transport", transport)
+		// Nothing decided yet: resume leaves the session waiting.
+		code, listed, model := w.resume(nil)
+		if code != 0 || len(listed) != 1 || listed[0]["outcome"] != "waiting" || len(model.ToolResults()) != 0 {
+			t.Fatalf("resume before a decision: exit %d %v", code, listed)
 		}
-	}
-	if call.Effect != "allow" || call.Executions != 1 || !strings.HasPrefix(call.Actor, "user:") || len(call.Repeats) != 0 {
-		t.Errorf("the audit of the deferred call: %+v", call)
-	}
-	// A second resume finds nothing to do.
-	code, listed, model = w.resume(nil)
-	if code != 0 || len(listed) != 0 || len(model.ToolResults()) != 0 {
-		t.Errorf("a second resume: exit %d %v", code, listed)
-	}
+		if code, out := w.toolgate("approve", id); code != 0 {
+			t.Fatalf("approve: %d %s", code, out)
+		}
+		// --project of another directory leaves it alone.
+		elsewhere := t.TempDir()
+		code, listed, model = w.resume(nil, "--project", elsewhere)
+		if code != 0 || len(listed) != 0 || len(model.ToolResults()) != 0 {
+			t.Fatalf("resume --project %s: exit %d %v", elsewhere, code, listed)
+		}
+		code, listed, model = w.resume([]modelscript.Step{{Text: "done"}}, "--project", w.project)
+		if code != 0 || len(listed) != 1 || listed[0]["outcome"] != "resumed" {
+			t.Fatalf("resume: exit %d %v", code, listed)
+		}
+		if _, err := os.Stat(filepath.Join(w.project, "deferred.txt")); err != nil {
+			t.Error("the approved call did not run")
+		}
+		if _, ok := model.ToolResults()["toolu_def"]; !ok {
+			t.Error("the model never heard how its call went")
+		}
+		var call api.Call
+		for _, c := range w.audit(r.report.SessionID) {
+			if c.ToolUseID == "toolu_def" {
+				call = c
+			}
+		}
+		if call.Effect != "allow" || call.Executions != 1 || !strings.HasPrefix(call.Actor, "user:") || len(call.Repeats) != 0 {
+			t.Errorf("the audit of the deferred call: %+v", call)
+		}
+		// A second resume finds nothing to do.
+		code, listed, model = w.resume(nil)
+		if code != 0 || len(listed) != 0 || len(model.ToolResults()) != 0 {
+			t.Errorf("a second resume: exit %d %v", code, listed)
+		}
+	})
 }
 
 func TestDeferDenyAndExpiry(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/fleet"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/ledger"
@@ -374,5 +375,85 @@ func TestFleetPostgresDownForTheWholeAsk(t *testing.T) {
 	}
 	if code, out := f.env.toolgate("pending", "--fleet", alice); code != 0 || out != "" {
 		t.Errorf("pending after the expiry: exit %d %q", code, out)
+	}
+}
+
+// The audit chain is the fleet's outbox: audit prune on a host keeps what
+// Postgres does not hold yet. While Postgres is down the prune is refused
+// (nothing says what it lacks) and the ledger is untouched; once it is
+// back and holds the chain, a prune goes through, and the host keeps
+// publishing after it: Postgres ends up with the host's whole chain, the
+// prune's event and what came after it included, each linked to the one
+// before.
+func TestFleetPruneKeepsTheOutbox(t *testing.T) {
+	f := newFleetDB(t)
+	a := newWorld(t)
+	f.host(a, "host_a")
+	first := a.run(runArgs{policy: allowTouchPolicy, script: []modelscript.Step{step(bash("toolu_fp_1", "touch 1.txt"))}})
+	if first.code != 0 {
+		t.Fatalf("first run: exit %d", first.code)
+	}
+	f.auditMatches(a, "host_a")
+	f.pg.Stop()
+	second := a.run(runArgs{policy: allowTouchPolicy, script: []modelscript.Step{step(bash("toolu_fp_2", "touch 2.txt"))}})
+	if second.code != 0 {
+		t.Fatalf("second run: exit %d", second.code)
+	}
+	if code, out := a.toolgate("audit", "prune", "--before", "0s"); code != 69 || !strings.Contains(out, "PostgreSQL") {
+		t.Errorf("a prune while Postgres is down: exit %d\n%s", code, out)
+	}
+	if calls := a.audit(first.report.SessionID); len(calls) != 1 {
+		t.Errorf("a refused prune removed calls: %+v", calls)
+	}
+	f.pg.Start()
+	f.auditMatches(a, "host_a")
+	code, out := a.toolgate("audit", "prune", "--before", "0s", "--json")
+	var rec api.Pruned
+	if code != 0 || json.Unmarshal([]byte(out), &rec) != nil || rec.Sessions != 2 || rec.BaseSeq == 0 {
+		t.Fatalf("prune: exit %d\n%s", code, out)
+	}
+	third := a.run(runArgs{policy: allowTouchPolicy, script: []modelscript.Step{step(bash("toolu_fp_3", "touch 3.txt"))}})
+	if third.code != 0 {
+		t.Fatalf("a run after the prune: exit %d", third.code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	local, err := a.approver().VerifyAudit(ctx)
+	if err != nil || !local.Valid || local.Base != rec.BaseSeq {
+		t.Fatalf("the host's chain after the prune: %+v %v", local, err)
+	}
+	conn, err := pgx.Connect(ctx, f.pg.SuperDSN(f.db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	conn.Exec(ctx, "LISTEN toolgate_published")
+	for {
+		var have int64
+		conn.QueryRow(ctx, "SELECT coalesce(max(seq), 0) FROM toolgate.events WHERE host = 'host_a'").Scan(&have)
+		if uint64(have) >= local.HeadSeq {
+			break
+		}
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			t.Fatalf("Postgres never held host_a's events up to %d (it holds %d)", local.HeadSeq, have)
+		}
+	}
+	rows, _ := conn.Query(ctx, "SELECT doc::text FROM toolgate.events WHERE host = 'host_a' AND seq <= $1 ORDER BY seq", local.HeadSeq)
+	docs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var check ledger.ChainCheck
+	pruned := false
+	for _, doc := range docs {
+		var e ledger.Event
+		json.Unmarshal([]byte(doc), &e)
+		if err := check.Next(e.Seq, &e); err != nil {
+			t.Fatalf("host_a's chain in Postgres across the prune: %v", err)
+		}
+		pruned = pruned || e.Kind == ledger.KindAuditPruned
+	}
+	if seq, hash := check.Last(); seq != local.HeadSeq || hash != local.Head || !pruned {
+		t.Errorf("Postgres's chain ends at %d %s (the prune in it: %v); the ledger's at %d %s", seq, hash, pruned, local.HeadSeq, local.Head)
 	}
 }

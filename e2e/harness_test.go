@@ -132,7 +132,9 @@ type runArgs struct {
 	policy     string   // the policy document
 	policyFile string   // where it is written (a temporary file when "")
 	mcp        string   // the --mcp-config value for the user's servers, if any
+	transport  string   // --hook-transport; the default (auto) when ""
 	toolgate   []string // extra toolgate run flags
+	claudeArgs []string // extra claude arguments, before the prompt
 	claudeEnv  []string
 	// stderrLines, when set, also receives toolgate run's stderr.
 	stderrLines io.Writer
@@ -174,7 +176,11 @@ func (w *world) start(a runArgs) (*exec.Cmd, *result, func(*exec.Cmd) result) {
 	reportFile := filepath.Join(dir, "report.json")
 	res := &result{model: model, policyFile: policyFile}
 	args := append([]string{"run", "--policy", policyFile, "--report", reportFile}, a.toolgate...)
+	if a.transport != "" {
+		args = append(args, "--hook-transport", a.transport)
+	}
 	args = append(args, "--", claudeBin, "-p", "--output-format", "json")
+	args = append(args, a.claudeArgs...)
 	if a.mcp != "" {
 		args = append(args, "--mcp-config", a.mcp)
 	}
@@ -208,6 +214,17 @@ func (w *world) start(a runArgs) (*exec.Cmd, *result, func(*exec.Cmd) result) {
 		json.Unmarshal([]byte(res.stdout), &res.claude)
 		w.t.Logf("toolgate run exited %d\nstderr:\n%s", res.code, res.stderr)
 		return *res
+	}
+}
+
+// transports are toolgate run's hook transports: the tests of the gate
+// itself run through each.
+var transports = []string{supervisor.HookHTTP, supervisor.HookCommand}
+
+// forTransports runs test once for each hook transport, as a subtest.
+func forTransports(t *testing.T, test func(t *testing.T, transport string)) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) { test(t, tr) })
 	}
 }
 

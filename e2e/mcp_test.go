@@ -42,49 +42,53 @@ const allowAllPolicy = `{"version": 1, "default": "allow", "rules": []}`
 // 5: an MCP call whose input violates the tool's published schema is denied
 // schema_invalid, and the fixture server is never called; a valid one runs.
 func TestMCPSchemaInvalid(t *testing.T) {
-	w := newWorld(t)
-	config, log := fixtureConfig(t, w)
-	bad := modelscript.ToolUse{ID: "toolu_e2e_badpr", Name: "mcp__gh__create_pull_request", Input: map[string]any{"base": 5, "head": "feat"}}
-	good := modelscript.ToolUse{ID: "toolu_e2e_goodpr", Name: "mcp__gh__create_pull_request", Input: map[string]any{"base": "main", "head": "feat", "title": "T"}}
-	r := w.run(runArgs{policy: allowAllPolicy, mcp: config, script: []modelscript.Step{step(bad), step(good)}})
-	if r.code != 77 {
-		t.Fatalf("exit %d, want 77", r.code)
-	}
-	res := r.saw(t, "toolu_e2e_badpr")
-	contains(t, "the model's tool_result", res.Text, "reason_code schema_invalid")
-	if c := r.call(t, "toolu_e2e_badpr"); c.ReasonCode != "schema_invalid" || c.Source != "schema" || c.Executed {
-		t.Errorf("report: %+v", c)
-	}
-	calls := fixtureCalls(t, log)
-	if strings.Count(calls, "create_pull_request") != 1 || !strings.Contains(calls, "title:T") {
-		t.Errorf("the fixture should have run the valid call only: %q", calls)
-	}
-	if c := r.call(t, "toolu_e2e_goodpr"); c.Effect != "allow" || !c.Executed {
-		t.Errorf("the valid call: %+v", c)
-	}
+	forTransports(t, func(t *testing.T, transport string) {
+		w := newWorld(t)
+		config, log := fixtureConfig(t, w)
+		bad := modelscript.ToolUse{ID: "toolu_e2e_badpr", Name: "mcp__gh__create_pull_request", Input: map[string]any{"base": 5, "head": "feat"}}
+		good := modelscript.ToolUse{ID: "toolu_e2e_goodpr", Name: "mcp__gh__create_pull_request", Input: map[string]any{"base": "main", "head": "feat", "title": "T"}}
+		r := w.run(runArgs{transport: transport, policy: allowAllPolicy, mcp: config, script: []modelscript.Step{step(bad), step(good)}})
+		if r.code != 77 {
+			t.Fatalf("exit %d, want 77", r.code)
+		}
+		res := r.saw(t, "toolu_e2e_badpr")
+		contains(t, "the model's tool_result", res.Text, "reason_code schema_invalid")
+		if c := r.call(t, "toolu_e2e_badpr"); c.ReasonCode != "schema_invalid" || c.Source != "schema" || c.Executed {
+			t.Errorf("report: %+v", c)
+		}
+		calls := fixtureCalls(t, log)
+		if strings.Count(calls, "create_pull_request") != 1 || !strings.Contains(calls, "title:T") {
+			t.Errorf("the fixture should have run the valid call only: %q", calls)
+		}
+		if c := r.call(t, "toolu_e2e_goodpr"); c.Effect != "allow" || !c.Executed {
+			t.Errorf("the valid call: %+v", c)
+		}
+	})
 }
 
 // 6: a tool flagged requiresUserInteraction is denied at once with
 // requires_user_interaction; nothing is left pending and it never runs.
 func TestRequiresUserInteraction(t *testing.T) {
-	w := newWorld(t)
-	config, log := fixtureConfig(t, w)
-	sign := modelscript.ToolUse{ID: "toolu_e2e_sign", Name: "mcp__gh__sign_contract", Input: map[string]any{"name": "x"}}
-	r := w.run(runArgs{policy: allowAllPolicy, mcp: config, script: []modelscript.Step{step(sign)}})
-	if r.code != 77 {
-		t.Fatalf("exit %d, want 77", r.code)
-	}
-	contains(t, "the model's tool_result", r.saw(t, "toolu_e2e_sign").Text, "reason_code requires_user_interaction", "interactive")
-	c := r.call(t, "toolu_e2e_sign")
-	if c.ReasonCode != "requires_user_interaction" || c.Executed || c.ApprovalID != "" {
-		t.Errorf("report: %+v", c)
-	}
-	if r.report.Counts.Pending != 0 {
-		t.Errorf("nothing may be left pending: %+v", r.report.Counts)
-	}
-	if calls := fixtureCalls(t, log); strings.Contains(calls, "sign_contract") {
-		t.Errorf("the tool ran: %q", calls)
-	}
+	forTransports(t, func(t *testing.T, transport string) {
+		w := newWorld(t)
+		config, log := fixtureConfig(t, w)
+		sign := modelscript.ToolUse{ID: "toolu_e2e_sign", Name: "mcp__gh__sign_contract", Input: map[string]any{"name": "x"}}
+		r := w.run(runArgs{transport: transport, policy: allowAllPolicy, mcp: config, script: []modelscript.Step{step(sign)}})
+		if r.code != 77 {
+			t.Fatalf("exit %d, want 77", r.code)
+		}
+		contains(t, "the model's tool_result", r.saw(t, "toolu_e2e_sign").Text, "reason_code requires_user_interaction", "interactive")
+		c := r.call(t, "toolu_e2e_sign")
+		if c.ReasonCode != "requires_user_interaction" || c.Executed || c.ApprovalID != "" {
+			t.Errorf("report: %+v", c)
+		}
+		if r.report.Counts.Pending != 0 {
+			t.Errorf("nothing may be left pending: %+v", r.report.Counts)
+		}
+		if calls := fixtureCalls(t, log); strings.Contains(calls, "sign_contract") {
+			t.Errorf("the tool ran: %q", calls)
+		}
+	})
 }
 
 // MCP discovery is cached by the server's configuration: a second run does

@@ -36,7 +36,7 @@ func TestReportEveryField(t *testing.T) {
 	if err := json.Unmarshal(r.raw, &top); err != nil {
 		t.Fatalf("the report: %v\n%s", err, r.raw)
 	}
-	want := []string{"audit_head", "calls", "claude_exit_code", "containment", "counts", "ended_at", "exit_code", "policy", "schema_version", "session_id", "started_at"}
+	want := []string{"audit_head", "calls", "claude_exit_code", "containment", "counts", "ended_at", "exit_code", "hook_transport", "policy", "schema_version", "session_id", "started_at"}
 	if got := keys(top); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("the report's fields: %v, want %v", got, want)
 	}
@@ -46,7 +46,7 @@ func TestReportEveryField(t *testing.T) {
 	if rep.Policy.Path != r.policyFile || rep.Policy.Version != 4 || rep.Policy.SHA256 != hex.EncodeToString(sum[:]) {
 		t.Errorf("policy: %+v, want %s, version 4, sha256 %x", rep.Policy, r.policyFile, sum)
 	}
-	if rep.SchemaVersion != 3 || !strings.HasPrefix(rep.SessionID, "ses_") || rep.ClaudeExitCode != 0 || rep.ExitCode != 75 || r.code != 75 {
+	if rep.SchemaVersion != 4 || !strings.HasPrefix(rep.SessionID, "ses_") || rep.ClaudeExitCode != 0 || rep.ExitCode != 75 || r.code != 75 {
 		t.Errorf("schema %d, session %q, claude %d, exit %d (process %d)", rep.SchemaVersion, rep.SessionID, rep.ClaudeExitCode, rep.ExitCode, r.code)
 	}
 	if rep.StartedAt.Before(before.Add(-time.Second)) || rep.EndedAt.After(after.Add(time.Second)) || !rep.StartedAt.Before(rep.EndedAt) {

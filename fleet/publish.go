@@ -94,6 +94,11 @@ func (n *Node) drain(ctx context.Context, cursor uint64, known bool) {
 	}
 }
 
+// Published is the last event of this host's chain before the first one
+// Postgres lacks: the ledger may prune up to it (ledger.Prune), never
+// beyond, or the publisher could not copy what it lacks.
+func (n *Node) Published(ctx context.Context) (uint64, error) { return n.cursor(ctx) }
+
 // cursor is the last event of this host's chain before the first one
 // Postgres lacks.
 func (n *Node) cursor(ctx context.Context) (uint64, error) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/ledger/internal/store"
@@ -76,14 +77,26 @@ func TestVerifyFindsTheFirstBrokenLink(t *testing.T) {
 			raw := rawGet(t, l, eventKey(6))
 			rawSet(t, l, eventKey(6), bytes.Replace(raw, []byte(`call_proposed`), []byte(`call_executed`), 1))
 		}, 6, "modified"},
-		{"rehashed but unlinked", func(t *testing.T, l *Ledger) {
+		{"rehashed, linked to the event before", func(t *testing.T, l *Ledger) {
+			// Events are stored without prev_hash (the hash of the one
+			// before): an event rehashed whole leaves the next one's hash
+			// wrong.
+			var e Event
+			json.Unmarshal(rawGet(t, l, eventKey(5)), &e)
+			e.PrevHash = gjsonHash(rawGet(t, l, eventKey(4)))
+			e.Subject = "forged"
+			e.Hash = e.Sum()
+			rawSet(t, l, eventKey(5), e.encodeStored())
+		}, 6, "modified"},
+		{"rehashed with a prev_hash of its own", func(t *testing.T, l *Ledger) {
 			var e Event
 			json.Unmarshal(rawGet(t, l, eventKey(5)), &e)
 			e.Subject = "forged"
+			e.PrevHash = strings.Repeat("0", 64)
 			e.Hash = e.Sum()
 			b, _ := json.Marshal(e)
 			rawSet(t, l, eventKey(5), b)
-		}, 6, "broken_link"},
+		}, 5, "broken_link"},
 		{"deleted", func(t *testing.T, l *Ledger) { rawDelete(t, l, eventKey(3)) }, 3, "missing"},
 		{"reordered", func(t *testing.T, l *Ledger) {
 			a, b := rawGet(t, l, eventKey(7)), rawGet(t, l, eventKey(8))
@@ -216,5 +229,32 @@ func TestGroupCommitKeepsTheChain(t *testing.T) {
 	}
 	if calls, _ := l.Calls(ctx, CallQuery{}); len(calls) != 800 {
 		t.Errorf("%d calls", len(calls))
+	}
+}
+
+// An event is stored as json.Marshal would write it, without encoding/json
+// scanning its data again.
+func TestEventEncoding(t *testing.T) {
+	data, _ := json.Marshal(map[string]any{"input": map[string]string{"command": "echo <&> \u00e9\n"}})
+	for _, e := range []Event{
+		{Seq: 1, Time: time.Date(2026, 12, 1, 9, 0, 0, 123456789, time.UTC), Kind: KindCallProposed, Subject: "toolu_1",
+			Data: data, PrevHash: "", Hash: "ab"},
+		{Seq: 1 << 40, Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)), Kind: "k\"<>&", Subject: "s\u2028\\",
+			Data: json.RawMessage(`"x"`), PrevHash: "00", Hash: "ff"},
+	} {
+		want, _ := json.Marshal(e)
+		if got := e.encode(); string(got) != string(want) {
+			t.Errorf("got  %s\nwant %s", got, want)
+		}
+	}
+}
+
+// The first events deleted from a ledger never read as a prune: a pruned
+// chain starts where the ledger's base says.
+func TestVerifyFirstEventsDeleted(t *testing.T) {
+	l := fill(t, 5)
+	rawDelete(t, l, eventKey(1))
+	if ce := chainError(t, func() error { _, err := l.Verify(ctx); return err }()); ce.Seq != 1 || ce.Problem != "missing" {
+		t.Errorf("got %v, want event 1 missing", ce)
 	}
 }

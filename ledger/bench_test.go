@@ -90,8 +90,9 @@ func BenchmarkDurableAppend(b *testing.B) {
 
 // BenchmarkLedger100k writes 100,000 calls of 1 KB, then reports the
 // process's peak and current resident memory (anonymous: heap and stacks;
-// file: Badger's mapped pages), the Go heap in use, and the time to reopen
-// the ledger. The process runs under the soft memory limit toolgate serve
+// file: Badger's mapped pages), the Go heap in use, the disk the ledger
+// takes once compacted (allocated blocks), and the time to reopen the
+// ledger. The process runs under the soft memory limit toolgate serve
 // sets (48 MiB), as the ledger does there. Run it with -benchtime 1x.
 func BenchmarkLedger100k(b *testing.B) {
 	const n = 100_000
@@ -127,7 +128,12 @@ func BenchmarkLedger100k(b *testing.B) {
 		runtime.ReadMemStats(&ms)
 		b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap_MB")
 
-		b.ReportMetric(float64(dirSize(b, dir))/(1<<20), "disk_MB")
+		if _, err := l.Compact(ctx); err != nil {
+			b.Fatal(err)
+		}
+		disk := DiskUsage(dir)
+		b.ReportMetric(float64(disk)/(1<<20), "disk_MB")
+		b.ReportMetric(float64(disk)/n, "disk_B_per_call")
 		if err := l.Close(); err != nil {
 			b.Fatal(err)
 		}
@@ -163,20 +169,72 @@ func procStatus(tb testing.TB, field string) int64 {
 	return 0
 }
 
-func dirSize(tb testing.TB, dir string) int64 {
-	var n int64
-	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
+// BenchmarkLedgerDisk100k reports the disk a ledger takes per call after
+// 100,000 calls and a compaction (allocated blocks), for two shapes of
+// call: a proposal of 1 KB of one repeated letter (BenchmarkLedger100k's,
+// which compresses to almost nothing), and a whole gated call (proposed,
+// decided with its write-back, run, what the model saw: what toolgate run
+// records) whose 1 KB input is text-like (words and numbers). Run it with
+// -benchtime 1x.
+func BenchmarkLedgerDisk100k(b *testing.B) {
+	const n = 100_000
+	words := strings.Fields("the go test run build make git commit push pull status diff log main src internal pkg cmd file path read " +
+		"write edit grep find sed awk echo cat ls cd mkdir rm cp mv chmod export env func return if else for range err nil string")
+	text := func(i int64) json.RawMessage {
+		var sb strings.Builder
+		x := uint64(i)*1442695040888963407 + 1
+		for sb.Len() < 1000 {
+			x = x*6364136223846793005 + 1442695040888963407
+			sb.WriteString(words[(x>>33)%uint64(len(words))])
+			if x>>60 == 0 {
+				sb.WriteString(" " + strconv.FormatUint((x>>20)%10000, 10))
+			}
+			sb.WriteByte(' ')
 		}
-		info, err := d.Info()
-		if err == nil {
-			n += info.Size()
-		}
-		return err
-	})
-	if err != nil {
-		tb.Fatal(err)
+		return json.RawMessage(`{"command":"` + sb.String()[:1000] + `","description":"step"}`)
 	}
-	return n
+	for _, shape := range []string{"proposals", "gated"} {
+		b.Run("shape="+shape, func(b *testing.B) {
+			for b.Loop() {
+				dir := b.TempDir()
+				l, err := Open(dir, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				for range 16 {
+					wg.Go(func() {
+						for i := next.Add(1); i <= n; i = next.Add(1) {
+							c := api.Call{ToolUseID: "toolu_" + strconv.FormatInt(i, 10), SessionID: "ses_01M8S0CR3ZZTBM8VEVDPD3B3PS", ToolName: "Bash", Input: record1K}
+							if shape == "proposals" {
+								if _, _, err := l.Propose(ctx, c); err != nil {
+									b.Error(err)
+									return
+								}
+								continue
+							}
+							c.Input = text(i)
+							v := api.Verdict{Effect: api.EffectAllow, ReasonCode: "default", Source: api.SourcePolicy}
+							if _, _, err := l.Record(ctx, c, v, true); err != nil {
+								b.Error(err)
+								return
+							}
+							o := api.Outcome{ToolUseID: c.ToolUseID, Ran: true, Outcome: "ok", Seen: "(Bash completed with no output)"}
+							if _, err := l.RecordOutcomes(ctx, c.SessionID, []api.Outcome{o}); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				if _, err := l.Compact(ctx); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(DiskUsage(dir))/n, "disk_B_per_call")
+				l.Close()
+			}
+		})
+	}
 }

@@ -106,13 +106,17 @@ func propose(t *tx, p api.Call, hash string) (api.Call, bool, error) {
 	}
 	c = proposal(p)
 	c.InputSHA256, c.ProposedAt = hash, t.Now()
-	if err := t.Put(callKey(c.ToolUseID), c); err != nil {
+	raw, err := json.Marshal(c) // once, for the record and its event
+	if err != nil {
+		return api.Call{}, false, &store.Error{Err: fmt.Errorf("encode call %s: %w", c.ToolUseID, err)}
+	}
+	if err := t.Set(callKey(c.ToolUseID), raw); err != nil {
 		return api.Call{}, false, err
 	}
 	if err := t.Set(sessionCallKey(c.SessionID, c.ToolUseID), nil); err != nil {
 		return api.Call{}, false, err
 	}
-	return c, false, t.event(KindCallProposed, c.ToolUseID, c)
+	return c, false, t.event(KindCallProposed, c.ToolUseID, marshaled(raw))
 }
 
 // proposal is what of p a proposal records.

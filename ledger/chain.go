@@ -2,14 +2,17 @@ package ledger
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
 )
 
@@ -51,16 +54,92 @@ func (e *Event) Sum() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// encodeStored is the event as the ledger stores it: as exported, without
+// prev_hash, which is the hash of the event before it (Verify and Export
+// fill it in). Events stored before 2026-12-02 carry it.
+func (e *Event) encodeStored() []byte {
+	b := e.encode()
+	i := bytes.LastIndex(b, []byte(`,"prev_hash":`))
+	j := bytes.LastIndex(b, []byte(`,"hash":`))
+	return append(b[:i], b[j:]...)
+}
+
+// decodeStoredEvent reads a stored event; prev is the hash of the event
+// before it, its prev_hash when it was stored without one.
+func decodeStoredEvent(raw []byte, prev string) (Event, error) {
+	var s struct {
+		Event
+		PrevHash *string `json:"prev_hash"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return Event{}, err
+	}
+	e := s.Event
+	e.PrevHash = prev
+	if s.PrevHash != nil {
+		e.PrevHash = *s.PrevHash
+	}
+	return e, nil
+}
+
+// hasPrevHash reports whether a stored event carries its prev_hash.
+func hasPrevHash(raw []byte) bool {
+	return bytes.Contains(raw, []byte(`"prev_hash":`)) && gjson.GetBytes(raw, "prev_hash").Exists()
+}
+
+// gjsonHash is the hash of a stored event.
+func gjsonHash(raw []byte) string { return gjson.GetBytes(raw, "hash").Str }
+
+// encode is the event as json.Marshal writes it, with Data as it is: it
+// must be what json.Marshal wrote (compact, HTML characters escaped), which
+// encoding/json would scan again.
+func (e *Event) encode() []byte {
+	b := make([]byte, 0, len(e.Data)+256)
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, e.Seq, 10)
+	b = append(b, `,"time":`...)
+	t, _ := e.Time.MarshalJSON()
+	b = append(b, t...)
+	b = append(b, `,"kind":`...)
+	b = appendString(b, e.Kind)
+	b = append(b, `,"subject":`...)
+	b = appendString(b, e.Subject)
+	b = append(b, `,"data":`...)
+	b = append(b, e.Data...)
+	b = append(b, `,"prev_hash":`...)
+	b = appendString(b, e.PrevHash)
+	b = append(b, `,"hash":`...)
+	b = appendString(b, e.Hash)
+	return append(b, '}')
+}
+
+// appendString appends s as a JSON string, as json.Marshal writes it.
+func appendString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
+}
+
 // ChainCheck checks the events of a chain one by one, in order, from the
-// first; its zero value is ready.
+// first; its zero value is ready. A chain that was pruned starts after
+// the last event pruned: its first event's prev_hash is that event's hash
+// (an export says so in its trailer, which CheckExport compares).
 type ChainCheck struct {
-	seq  uint64
-	hash string
+	seq      uint64
+	hash     string
+	base     uint64 // the seq of the last event pruned
+	baseHash string
+	begun    bool
 }
 
 // Next checks the next event. storedAs is the seq the event was stored
 // under (0 when unknown, as in an export).
 func (c *ChainCheck) Next(storedAs uint64, e *Event) error {
+	if !c.begun && c.seq == 0 && e.Seq > 1 {
+		// An export of a pruned chain: it starts after the last event
+		// pruned, whose hash its first event names.
+		c.seq, c.hash, c.base, c.baseHash = e.Seq-1, e.PrevHash, e.Seq-1, e.PrevHash
+	}
+	c.begun = true
 	want := c.seq + 1
 	switch {
 	case storedAs != 0 && storedAs != e.Seq:
@@ -83,7 +162,11 @@ func (c *ChainCheck) Last() (seq uint64, hash string) { return c.seq, c.hash }
 
 // Result is the result of a chain that checked out.
 func (c *ChainCheck) Result() api.VerifyResult {
-	return api.VerifyResult{Valid: true, Events: c.seq, Head: c.hash}
+	r := api.VerifyResult{Valid: true, Events: c.seq - c.base, Head: c.hash, HeadSeq: c.seq}
+	if c.base > 0 {
+		r.Base, r.BaseHash = c.base, c.baseHash
+	}
+	return r
 }
 
 // VerifyExport checks an exported chain read from r: the first broken
@@ -115,7 +198,12 @@ func VerifyExport(r io.Reader) (api.VerifyResult, *api.Exported, error) {
 	if err := sc.Err(); err != nil {
 		return api.VerifyResult{}, nil, err
 	}
-	return c.Result(), trailer, nil
+	res := c.Result()
+	if trailer != nil && trailer.BaseSeq != res.Base {
+		return api.VerifyResult{}, nil, &api.ChainError{Seq: trailer.BaseSeq + 1, Problem: "truncated",
+			Detail: fmt.Sprintf("the export says it starts after event %d; the file starts after event %d", trailer.BaseSeq, res.Base)}
+	}
+	return res, trailer, nil
 }
 
 // exportTrailer reads an export's last line.
@@ -136,7 +224,7 @@ func exportTrailer(line []byte) (*api.Exported, bool) {
 // was rewritten and hashed again, does not.
 func CheckExport(res api.VerifyResult, trailer *api.Exported, recorded Event) error {
 	if trailer == nil {
-		return &api.ChainError{Seq: res.Events + 1, Problem: "unanchored",
+		return &api.ChainError{Seq: res.HeadSeq + 1, Problem: "unanchored",
 			Detail: "the export has no last line naming its export: it was cut short, or made before exports were anchored"}
 	}
 	var rec api.Exported
@@ -145,11 +233,14 @@ func CheckExport(res api.VerifyResult, trailer *api.Exported, recorded Event) er
 			Detail: fmt.Sprintf("the ledger has no export at event %d", trailer.Event)}
 	}
 	switch {
-	case res.Events != rec.HeadSeq:
-		return &api.ChainError{Seq: min(res.Events, rec.HeadSeq) + 1, Problem: "truncated",
-			Detail: fmt.Sprintf("the ledger's export at event %d holds events 1 to %d; the file ends at %d", rec.Event, rec.HeadSeq, res.Events)}
+	case res.Base != rec.BaseSeq:
+		return &api.ChainError{Seq: rec.BaseSeq + 1, Problem: "truncated",
+			Detail: fmt.Sprintf("the ledger's export at event %d starts after event %d; the file after event %d", rec.Event, rec.BaseSeq, res.Base)}
+	case res.HeadSeq != rec.HeadSeq:
+		return &api.ChainError{Seq: min(res.HeadSeq, rec.HeadSeq) + 1, Problem: "truncated",
+			Detail: fmt.Sprintf("the ledger's export at event %d holds events %d to %d; the file ends at %d", rec.Event, rec.BaseSeq+1, rec.HeadSeq, res.HeadSeq)}
 	case res.Head != rec.HeadHash:
-		return &api.ChainError{Seq: res.Events, Problem: "rewritten",
+		return &api.ChainError{Seq: res.HeadSeq, Problem: "rewritten",
 			Detail: fmt.Sprintf("the file's chain does not end in the hash the ledger recorded when it exported it (event %d)", rec.Event)}
 	}
 	return nil

@@ -33,9 +33,18 @@
 //	pol/<sha256>                      a policy document, as read
 //	e/<seq>                           Event, the append-only audit chain
 //	m/head                            the last event's seq and hash
+//	m/base                            the last event pruned (seq and hash), once pruned
 //
 // Values are JSON documents whose field names are the wire names of the
-// seed's documents. The package must not import the policy engine.
+// seed's documents; the store keeps those of 192 bytes or more compressed
+// (S2) when that is smaller, and an event is stored without its prev_hash,
+// which is the hash of the event before it (or m/base's), filled in again
+// when it is read. The package must not import the policy engine.
+//
+// Prune removes the events recorded before a date and the sessions that
+// ended before it (not those deferred), with their calls; the chain goes
+// on from m/base, and the prune is an event of it. In a fleet the chain is
+// also the outbox: a prune keeps every event Postgres lacks.
 //
 // History streams the recorded calls of a time window with what the gate
 // knew of their sessions, for a replay through other policies; ReadHistory

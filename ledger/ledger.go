@@ -74,3 +74,14 @@ func named(what, id string, err error) error {
 
 // read decodes the value at key into v, or returns ErrNotFound.
 func (l *Ledger) read(key string, v any) error { return l.store.Read(key, v) }
+
+// CompactStats says what a compaction did.
+type CompactStats = store.CompactStats
+
+// Compact packs the ledger's files: every value written again densely,
+// the versions no longer current dropped, and the value-log files mostly
+// made of them rewritten. It runs beside writes.
+func (l *Ledger) Compact(ctx context.Context) (CompactStats, error) { return l.store.Compact(ctx) }
+
+// DiskUsage is the disk space the files of a ledger in dir take.
+func DiskUsage(dir string) int64 { return store.DiskUsage(dir) }

@@ -2,11 +2,9 @@ package ledger
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
-
-	"github.com/toolgate/toolgate/api"
+	"fmt"
+	"strconv"
 )
 
 // The audit chain is also the outbox of a fleet (package fleet): every
@@ -16,18 +14,33 @@ import (
 // without another write on the hot path.
 
 // EventsAfter returns up to limit events of the audit chain that follow
-// event seq, in order.
+// event seq, in order, each with its prev_hash (the ledger stores an event
+// without it: it is the hash of the event before). Events pruned are not
+// there: a seq before the chain's base is an error, as the events after it
+// can no longer all be read (a prune in a fleet keeps what is not
+// published: Prune's published).
 func (l *Ledger) EventsAfter(ctx context.Context, seq uint64, limit int) ([]Event, error) {
+	base, err := l.readBase()
+	if err != nil {
+		return nil, err
+	}
+	if seq < base.Seq {
+		return nil, fmt.Errorf("events %d to %d were pruned: %w", seq+1, base.Seq, ErrNotFound)
+	}
+	prev := base.Hash
+	if seq > base.Seq {
+		raw, err := l.store.ReadRaw(eventKey(seq))
+		if err != nil {
+			return nil, named("audit event", strconv.FormatUint(seq, 10), err)
+		}
+		prev = gjsonHash(raw)
+	}
 	var out []Event
-	err := l.store.Scan(ctx, eventPrefix, eventKey(seq+1), func(key, val []byte) error {
+	err = l.events(ctx, chainHead{Seq: seq, Hash: prev}, func(_ uint64, e *Event) error {
 		if len(out) >= limit {
 			return errEnough
 		}
-		var e Event
-		if err := json.Unmarshal(val, &e); err != nil {
-			return &api.ChainError{Seq: binary.BigEndian.Uint64(key[len(eventPrefix):]), Problem: "modified", Detail: "the event is not valid JSON"}
-		}
-		out = append(out, e)
+		out = append(out, *e)
 		return nil
 	})
 	if errors.Is(err, errEnough) {

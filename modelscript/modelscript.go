@@ -77,6 +77,13 @@ func (s *Server) requests() [][]byte {
 	return append([][]byte(nil), s.reqs...)
 }
 
+// Turns is how many turns the model has been asked for so far.
+func (s *Server) Turns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.reqs)
+}
+
 // Result is what the model saw as the result of one tool call.
 type Result struct {
 	Text    string

@@ -168,6 +168,9 @@ func (g *Guard) call(args []*syntax.Word, c Call) string {
 		if name == "toolgate" && i+1 < len(words) && guardDecisions[words[i+1]] {
 			return "toolgate " + words[i+1] + " is for a person outside the session"
 		}
+		if name == "toolgate" && i+2 < len(words) && words[i+1] == "audit" && words[i+2] == "prune" {
+			return "toolgate audit prune is for a person outside the session"
+		}
 		if strings.Contains(w, "/") || strings.HasPrefix(w, "~") {
 			if hit := g.protects(normalizePath(w, c)); hit != "" {
 				return "the command names " + w + ", under " + hit

@@ -47,6 +47,7 @@ func TestGuard(t *testing.T) {
 		{"Bash", `{"command":"echo '* * * * * toolgate approve x' | crontab -"}`, GuardCommands},
 		{"Bash", `{"command":"echo toolgate approve x | at now + 1 minute"}`, GuardCommands},
 		{"Bash", `{"command":"systemd-run --user sleep 1"}`, GuardCommands},
+		{"Bash", `{"command":"toolgate audit prune --before 1s"}`, GuardCommands},
 		{"Bash", `{"command":"echo '{}' > ~/.config/toolgate/policy.json"}`, GuardCommands},
 		{"Bash", `{"command":"cp evil cfg/policy.json"}`, GuardCommands},
 		{"Bash", `{"command":"cat .claude/settings.local.json"}`, GuardCommands},
@@ -64,6 +65,7 @@ func TestGuard(t *testing.T) {
 		{"Edit", `{"file_path":"docs/agents/reviewer.md","old_string":"a","new_string":"b"}`},
 		{"Read", `{"file_path":"~/.config/other/settings.json"}`},
 		{"Bash", `{"command":"toolgate pending"}`},
+		{"Bash", `{"command":"toolgate audit verify"}`},
 		{"Bash", `{"command":"go test ./... && git status"}`},
 		{"Bash", `{"command":"cat cfgx/notes"}`},
 	} {

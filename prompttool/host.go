@@ -16,11 +16,15 @@ import (
 
 // Host serves the tool over streamable HTTP on a random loopback port,
 // behind a random bearer token. mcp-go's DNS-rebinding protection stays on.
+// Other endpoints may share the listener and its token (Handle): toolgate
+// run's http hooks do.
 type Host struct {
 	URL   string // http://127.0.0.1:PORT/mcp
+	Base  string // http://127.0.0.1:PORT
 	Token string // the bearer token Claude Code must send
 
 	srv *http.Server
+	mux *http.ServeMux
 	ln  net.Listener
 }
 
@@ -35,17 +39,29 @@ func Listen(d Decider, version string) (*Host, error) {
 		return nil, fmt.Errorf("prompt tool: listen: %w", err)
 	}
 	mcpHTTP := server.NewStreamableHTTPServer(NewServer(d, version), server.WithEndpointPath("/mcp"))
-	h := &Host{URL: fmt.Sprintf("http://%s/mcp", ln.Addr()), Token: token, ln: ln}
-	h.srv = &http.Server{Handler: h.authorize(mcpHTTP), ReadHeaderTimeout: 10 * time.Second}
+	base := fmt.Sprintf("http://%s", ln.Addr())
+	h := &Host{URL: base + "/mcp", Base: base, Token: token, ln: ln, mux: http.NewServeMux()}
+	h.mux.Handle("/mcp", h.authorize(mcpHTTP))
+	// No idle timeout: a connection Claude Code keeps for its next request
+	// is never closed under it (a request lost that way is a failed hook).
+	h.srv = &http.Server{Handler: h.mux, ReadHeaderTimeout: 10 * time.Second}
 	go h.srv.Serve(ln)
 	return h, nil
 }
 
+// Handle serves another endpoint on the listener. The handler decides
+// what a request without the token gets (Authorized).
+func (h *Host) Handle(pattern string, handler http.Handler) { h.mux.Handle(pattern, handler) }
+
+// Authorized reports whether a request carries the bearer token.
+func (h *Host) Authorized(r *http.Request) bool {
+	return subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+h.Token)) == 1
+}
+
 // authorize refuses any request without the bearer token.
 func (h *Host) authorize(next http.Handler) http.Handler {
-	want := []byte("Bearer " + h.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		if !h.Authorized(r) {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}

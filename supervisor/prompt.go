@@ -135,6 +135,9 @@ func (r *runner) saw(req api.PromptRequest, v api.Verdict) {
 	if r.answered == nil {
 		r.answered = map[string]api.Call{}
 	}
+	if prev, ok := r.answered[req.ToolUseID]; ok && prev.Effect.Terminal() {
+		return // the first terminal answer stands (a repeat of the id is the daemon's to record)
+	}
 	r.answered[req.ToolUseID] = api.Call{ToolUseID: req.ToolUseID, SessionID: r.session, ToolName: req.ToolName,
 		Input: req.Input, ProposedAt: time.Now().UTC(), Verdict: v}
 }

@@ -21,7 +21,9 @@ import (
 //   - 3: 2026-12-03: an expired ask is an outcome of its own: counted
 //     under expired only, never in denied_by_reason, as the exit code
 //     (75, not 77) treats it; policy names the policy (it was empty).
-const ReportSchemaVersion = 3
+//   - 4: 2026-12-04: hook_transport: how the calls reached the gate, http
+//     (run's listener) or command (toolgate-hook).
+const ReportSchemaVersion = 4
 
 // Report is what toolgate run writes with --report: every call of the
 // session and what came of it.
@@ -37,6 +39,9 @@ type Report struct {
 	Counts         Counts       `json:"counts"`
 	// Containment is the boundary claude ran in.
 	Containment contain.Level `json:"containment"`
+	// HookTransport is how the calls reached the gate: http (run's
+	// listener) or command (toolgate-hook).
+	HookTransport string `json:"hook_transport"`
 	// AuditHead is the audit chain's head once the session's end was
 	// recorded: an export made later must hold this event with this hash
 	// (toolgate audit verify --anchor), so a report kept where the model
@@ -105,9 +110,9 @@ func buildReport(session string, calls []api.Call, spooled []api.SpoolLine) Repo
 	for _, c := range calls {
 		seen[c.ToolUseID] = true
 		if c.SessionID == session {
-			if l, ok := denied[c.ToolUseID]; ok && c.Effect == "" {
-				// Proposed, then the daemon went away before it decided: the
-				// hook's fail-closed deny is what happened.
+			if l, ok := denied[c.ToolUseID]; ok && c.Effect != api.EffectDeny && !c.Executed {
+				// Proposed, then the daemon went away, or decided after the
+				// deadline: the fail-closed deny is what Claude Code got.
 				c.Verdict = api.Deny(l.ReasonCode, api.SourceGate)
 			}
 			r.Calls = append(r.Calls, c)

@@ -44,6 +44,7 @@ type RunConfig struct {
 	Claude          string        // the claude executable
 	ClaudeArgs      []string      // the user's own arguments
 	Hook            string        // the toolgate-hook executable
+	HookTransport   string        // HookHTTP ("" too) or HookCommand
 	Self            string        // the toolgate executable (to start the daemon; the daemon must run it)
 	ConfigDir       string        // toolgate's configuration directory ($XDG_CONFIG_HOME/toolgate)
 	Containment     string        // a contain mode: contain.Auto (""), Landlock, Strict or Off
@@ -98,6 +99,9 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if !level.Contained() {
 		fmt.Fprintf(cfg.Stderr, "toolgate: WARNING: claude runs uncontained: %s\n", level.Detail)
 	}
+	if cfg.HookTransport, err = hookTransport(cfg, level); err != nil {
+		return Report{}, err
+	}
 	policyPath, err := filepath.Abs(cfg.PolicyPath)
 	if err != nil {
 		return Report{}, err
@@ -107,6 +111,8 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if r.client, err = r.gate.connect(ctx); err != nil {
 		return Report{}, &UnavailableError{err}
 	}
+	r.client.KeepAlive = true // every hook event of the session goes through it
+	defer r.client.CloseIdle()
 	r.cfg.Paths = r.gate.Paths() // the daemon's, wherever this environment would have put them
 	// The cache is beside the ledger, where the session's tools may not
 	// write: the schemas in it decide calls.
@@ -190,10 +196,13 @@ type runner struct {
 	timeout time.Duration
 	spool   string
 	files   string // the private directory of claude's settings and MCP configuration
+	// transcripts, with http hooks, reads what became of each call.
+	transcripts *transcripts
 
 	mu       sync.Mutex
 	child    *child              // claude, once started
-	answered map[string]api.Call // what the prompt tool answered, by tool_use_id
+	answered map[string]api.Call // what run answered (prompt tool, http hook), by tool_use_id
+	stop     error               // why the session was stopped, with the gate still trusted
 }
 
 func (r *runner) run(ctx context.Context) (Report, error) {
@@ -206,6 +215,13 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 		return Report{}, &UnavailableError{err}
 	}
 	defer host.Close()
+	if r.cfg.HookTransport == HookHTTP {
+		r.transcripts = newTranscripts(r.client, r.session, claudeDir(r.cfg))
+		r.transcripts.undecided = func(ids []string) {
+			r.stopSession(fmt.Errorf("calls ran that no hook proposed to the gate (%s): Claude Code's hooks do not reach it", strings.Join(ids, ", ")))
+		}
+		host.Handle(hookPath, &hookServer{r: r, authorized: host.Authorized, deadline: HookDeadline, transcript: r.transcripts.add})
+	}
 	// The spool stays until the daemon has put it in the ledger (it does
 	// when the session ends, or when it starts again).
 	r.spool = r.cfg.Paths.SpoolFile(r.session)
@@ -226,6 +242,9 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	if r.level.Contained() {
 		cmd.Env = append(cmd.Env, "TOOLGATE_CONTAINED=1")
 	}
+	if r.cfg.HookTransport == HookHTTP {
+		cmd.Env, _ = noProxyLoopback(cmd.Env)
+	}
 	c, err := startChild(cmd)
 	if err != nil {
 		return Report{}, fmt.Errorf("start claude: %w", err)
@@ -237,13 +256,21 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 		r.log.Warn("tell the daemon claude's pid", "err", err)
 	}
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	var following sync.WaitGroup
 	go r.gate.watch(watchCtx)
+	if r.transcripts != nil {
+		following.Go(func() { r.transcripts.follow(watchCtx) })
+	}
 	claudeCode := c.wait()
 	stopWatch()
+	following.Wait()
 	c.stopGroup(3 * time.Second)
 	r.endOrphans(ctx)
 	return r.finish(context.WithoutCancel(ctx), started, claudeCode), nil
 }
+
+// hookPath is where run's listener takes Claude Code's http hooks.
+const hookPath = "/hook"
 
 // gateLost stops the session: no call can be decided any more, so claude
 // must not go on proposing them.
@@ -255,6 +282,28 @@ func (r *runner) gateLost(err error) {
 	if c != nil {
 		go c.stopGroup(3 * time.Second)
 	}
+}
+
+// stopSession stops claude because the session can no longer be gated
+// although the daemon is the trusted one (calls ran that no hook proposed):
+// every call is denied from then on, and run exits 69, saying why.
+func (r *runner) stopSession(err error) {
+	r.mu.Lock()
+	first := r.stop == nil
+	if first {
+		r.stop = err
+	}
+	r.mu.Unlock()
+	if first {
+		r.gateLost(err)
+	}
+}
+
+// stopped is why the session was stopped, or nil.
+func (r *runner) stopped() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stop
 }
 
 // endOrphans ends what the session detached, sparing the daemon (which
@@ -283,8 +332,15 @@ func (r *runner) protected() []string {
 // temporary directory: the prompt tool's token is never on a command line)
 // and returns claude's arguments: toolgate's, then the user's.
 func (r *runner) claudeArgs(dir string, host *prompttool.Host) ([]string, error) {
-	settings := claudecode.HooksSettings(claudecode.CommandLine(r.cfg.Hook),
-		api.PreToolUse, api.PostToolUse, api.PostToolUseFailure, api.PostToolBatch)
+	// With http hooks only PreToolUse is a hook: what ran and what the
+	// model saw come from claude's transcript. The hook binary reports
+	// them itself (PostToolUse, its failure twin, PostToolBatch).
+	_, noProxy := noProxyLoopback(r.cfg.Env)
+	settings := claudecode.HTTPHooksSettings(host.Base+hookPath, host.Token, claudecode.HookTimeout, noProxy, api.PreToolUse)
+	if r.cfg.HookTransport == HookCommand {
+		settings = claudecode.HooksSettings(claudecode.CommandLine(r.cfg.Hook),
+			api.PreToolUse, api.PostToolUse, api.PostToolUseFailure, api.PostToolBatch)
+	}
 	if r.level.Sandboxed() {
 		settings, _ = sjson.SetRawBytes(settings, "sandbox", claudecode.SandboxSettings(r.protected()))
 	}
@@ -313,6 +369,13 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var warnings []string
+	if r.transcripts != nil {
+		// What the last calls did, before the session ends.
+		if err := r.transcripts.flush(ctx); err != nil && !(api.IsUnavailable(err) && r.gate.restart(ctx) && r.transcripts.flush(ctx) == nil) {
+			warnings = append(warnings, err.Error())
+		}
+		warnings = append(warnings, r.transcripts.problems()...)
+	}
 	spooled, _ := api.ReadSpool(r.spool) // before the daemon, at the session's end, ingests and removes it
 	client := r.client
 	if r.gate.Lost() != nil {
@@ -339,8 +402,13 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	r.mu.Unlock()
 	report.SessionID, report.Policy, report.StartedAt, report.EndedAt = r.session, r.policy, started, time.Now().UTC()
 	report.ClaudeExitCode, report.Containment, report.AuditHead = claudeCode, r.level, ended.AuditHead
+	report.HookTransport = r.cfg.HookTransport
 	report.ExitCode = report.exitCode()
-	if lost := r.gate.Lost(); lost != nil || recErr != nil {
+	lost := r.gate.Lost()
+	if lost == nil {
+		lost = r.stopped()
+	}
+	if lost != nil || recErr != nil {
 		if lost != nil {
 			report.GateLost = lost.Error()
 		}

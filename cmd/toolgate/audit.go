@@ -29,6 +29,7 @@ EXAMPLES
    toolgate audit --json | jq '.calls[] | select(.effect == "deny")'
    toolgate audit verify
    toolgate audit export > audit.jsonl && toolgate audit verify --file audit.jsonl
+   toolgate audit prune --before 2160h   # keep 90 days
 
 EXIT STATUS
    0    listed
@@ -39,7 +40,7 @@ EXIT STATUS
 			&cli.StringFlag{Name: "session", Usage: "only the calls of this session"},
 			jsonFlag(),
 		},
-		Subcommands: []*cli.Command{auditVerifyCommand(), auditExportCommand()},
+		Subcommands: []*cli.Command{auditVerifyCommand(), auditExportCommand(), auditPruneCommand()},
 		Action: func(cliCtx *cli.Context) error {
 			if cliCtx.Args().Present() {
 				return usagef("unknown command %q", cliCtx.Args().First())

@@ -15,7 +15,8 @@ func auditExportCommand() *cli.Command {
 		Name:  "export",
 		Usage: "write the audit chain as JSON lines",
 		Description: `Writes every event of the chain, in order, one JSON object a line, exactly as
-stored: {"seq","time","kind","subject","data","prev_hash","hash"}. The daemon
+hashed: {"seq","time","kind","subject","data","prev_hash","hash"}; a chain
+pruned (audit prune) starts after its base, and the last line says so. The daemon
 reads the ledger, so this works while sessions run; --ledger names a ledger no
 daemon serves (a private daemon is started for it). The file can be checked
 later with toolgate audit verify --file.

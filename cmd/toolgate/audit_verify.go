@@ -36,8 +36,10 @@ missing or reordered event, but neither a cut tail nor a chain rewritten
 whole. --anchor SEQ:HASH (a run report's audit_head, kept where the model
 cannot write) checks that event SEQ has that hash, in the file or in the
 ledger: that finds a chain rewritten whole, even without the ledger or with a
-ledger rewritten too. Quiet when all holds; --json prints the event count and
-the head hash either way.
+ledger rewritten too. A chain pruned (audit prune) is checked from its base,
+the last event removed, whose hash its first event carries; an anchor older
+than the base cannot be checked (problem "pruned"). Quiet when all holds;
+--json prints the event count, the head and the base either way.
 
 EXAMPLES
    toolgate audit verify
@@ -99,8 +101,14 @@ func parseAnchors(values []string) ([]api.ChainHead, error) {
 
 // checkAnchors checks that the chain holds each anchor's event with its
 // hash; event gives an event's hash, or "" when the chain has none.
-func checkAnchors(anchors []api.ChainHead, event func(seq uint64) (string, error)) error {
+func checkAnchors(anchors []api.ChainHead, res api.VerifyResult, event func(seq uint64) (string, error)) error {
 	for _, a := range anchors {
+		switch {
+		case a.Seq == res.Base && res.Base > 0 && a.Hash == res.BaseHash:
+			continue // the base of a pruned chain, which its first event names
+		case a.Seq <= res.Base:
+			return &api.ChainError{Seq: a.Seq, Problem: "pruned", Detail: fmt.Sprintf("the chain was pruned up to event %d: the anchor at event %d cannot be checked (audit prune printed the anchor of what remains)", res.Base, a.Seq)}
+		}
 		hash, err := event(a.Seq)
 		switch {
 		case err != nil:
@@ -147,7 +155,7 @@ func runAuditVerify(ctx context.Context, w io.Writer, opts verifyOptions) error 
 			if res, err = c.VerifyAudit(ctx); err != nil || res.Broken != nil {
 				return err
 			}
-			return checkAnchors(opts.anchors, func(seq uint64) (string, error) {
+			return checkAnchors(opts.anchors, res, func(seq uint64) (string, error) {
 				raw, err := c.AuditEvent(ctx, seq)
 				var se *api.StatusError
 				if errors.As(err, &se) && se.Err.Code == "not_found" {
@@ -195,7 +203,7 @@ func verifyFile(ctx context.Context, opts verifyOptions) (api.VerifyResult, erro
 		if err != nil {
 			return res, err
 		}
-		if err := checkAnchors(opts.anchors, events); err != nil {
+		if err := checkAnchors(opts.anchors, res, events); err != nil {
 			return res, err
 		}
 	}

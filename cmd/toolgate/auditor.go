@@ -79,7 +79,12 @@ func auditorError(err error) error {
 		return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate doctor", err)}
 	}
 	var se *api.StatusError
-	if errors.As(err, &se) {
+	switch {
+	case errors.As(err, &se) && se.Err.Code == "self_approval":
+		return &permissionError{fmt.Errorf("refused: %s", se.Err.Message)}
+	case errors.As(err, &se) && se.Err.Code == "fleet_unavailable":
+		return &gateUnavailable{fmt.Errorf("%s\nTry: again once PostgreSQL answers (toolgate doctor)", se.Err.Message)}
+	case errors.As(err, &se):
 		return fmt.Errorf("the daemon could not read the audit: %s", se.Err.Message)
 	}
 	return err

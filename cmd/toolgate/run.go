@@ -41,6 +41,19 @@ network only through Claude Code's proxy. run also checks, for the whole
 session, that the daemon answering is the one it trusts: a daemon replaced or
 gone makes every call deny gate_unavailable, stops claude, and exits 69.
 
+Each call reaches the gate through Claude Code's PreToolUse hook. With
+--hook-transport http it is an http hook to run's own loopback listener, the
+one that serves the permission-prompt tool, behind the same token: run answers
+every hook request with a verdict, denying gate_unavailable itself when the
+daemon does not answer within 10 s, and reads which calls ran and what the
+model saw from claude's transcript; a call that ran without reaching the gate
+stops the session (exit 69). --hook-transport command spawns toolgate-hook for
+every event instead, as installed sessions do (slower: Claude Code starts a
+process for each of four events a call). auto, the default, is http, except
+where Claude Code's sandbox is on (--containment strict, or a settings file
+that enables it): the sandbox sends http hooks through its proxy, which refuses
+them, so there it is command, and http is refused.
+
 --on-ask says what an ask does: wait for a person (up to --approval-timeout),
 deny it at once (no_approver), or defer it: the approval is recorded and shown
 to approvers as any ask, and the run ends at once with exit 81, the approval's
@@ -61,6 +74,7 @@ EXAMPLES
    toolgate run --report run.json --approval-timeout 10m -- claude -p --output-format json "tidy up"
    toolgate run --on-ask deny -- claude -p "nightly cleanup"   # unattended: asks are denied no_approver
    toolgate run --containment strict -- claude -p "refactor"    # Bash in Claude Code's sandbox too
+   toolgate run --hook-transport command -- claude -p "tidy up"   # the hook binary, as installed sessions
    toolgate run --on-ask defer --approval-timeout 12h -- claude -p "$(cat task.md)"   # cron: see toolgate resume
 
 EXIT STATUS
@@ -85,6 +99,7 @@ EXIT STATUS
 			&cli.StringFlag{Name: "on-ask", Usage: "wait (for a person), deny (unattended), or defer (end the run; toolgate resume goes on once a person decided)", EnvVars: []string{"TOOLGATE_ON_ASK"}, Value: api.OnAskWait},
 			&cli.StringFlag{Name: "claude", Usage: "the claude executable", EnvVars: []string{"TOOLGATE_CLAUDE"}, Value: "claude"},
 			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
+			&cli.StringFlag{Name: "hook-transport", Usage: "auto (http, or command where Claude Code's sandbox is on), http (run's loopback listener) or command (toolgate-hook, spawned for each event)", EnvVars: []string{"TOOLGATE_HOOK_TRANSPORT"}, Value: supervisor.HookAuto},
 			&cli.DurationFlag{Name: "mcp-timeout", Usage: "how long each MCP server may take to list its tools before claude starts", EnvVars: []string{"TOOLGATE_MCP_TIMEOUT"}, Value: supervisor.DefaultDiscoveryTimeout},
 			&cli.DurationFlag{Name: "mcp-cache", Usage: "how long an MCP server's listed tools are kept, by its configuration (0: list them on every run)", EnvVars: []string{"TOOLGATE_MCP_CACHE"}, Value: 24 * time.Hour},
 			&cli.BoolFlag{Name: "allow-other-hooks", Usage: "run even when Claude Code's settings have PreToolUse or PermissionRequest hooks of their own (one that allows may change the input that runs)"},
@@ -122,6 +137,9 @@ func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 	onAsk := cliCtx.String("on-ask")
 	if onAsk != api.OnAskWait && onAsk != api.OnAskDeny && onAsk != api.OnAskDefer {
 		return supervisor.RunConfig{}, usagef("--on-ask must be wait, deny or defer, not %q", onAsk)
+	}
+	if t := cliCtx.String("hook-transport"); t != supervisor.HookAuto && t != supervisor.HookHTTP && t != supervisor.HookCommand {
+		return supervisor.RunConfig{}, usagef("--hook-transport must be auto, http or command, not %q", t)
 	}
 	args := cliCtx.Args().Slice()
 	claude := cliCtx.String("claude")
@@ -175,6 +193,7 @@ func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 		Claude:          claudePath,
 		ClaudeArgs:      args,
 		Hook:            hook,
+		HookTransport:   cliCtx.String("hook-transport"),
 		Self:            self,
 		Version:         version,
 		Env:             os.Environ(),

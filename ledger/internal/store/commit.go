@@ -1,10 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -64,6 +67,16 @@ func Write[T any](ctx context.Context, s *Store, fn func(*Tx) (T, error)) (T, er
 		s.mu.RUnlock()
 		return zero, ErrClosed
 	}
+	if s.leading.TryLock() {
+		// No batch is being run: this writer runs its own (with whatever
+		// was submitted meanwhile) on its goroutine, which spares a lone
+		// writer two hand-offs between goroutines.
+		s.commitBatch(s.gather(o))
+		s.leading.Unlock()
+		s.mu.RUnlock()
+		r := <-done
+		return r.val, r.err
+	}
 	select {
 	case s.ops <- o:
 	case <-ctx.Done():
@@ -77,33 +90,51 @@ func Write[T any](ctx context.Context, s *Store, fn func(*Tx) (T, error)) (T, er
 	return r.val, r.err
 }
 
-func (s *Store) commitLoop() {
-	defer close(s.done)
-	for first := range s.ops {
-		batch := []*op{first}
-	drain:
-		for len(batch) < s.maxBatch {
-			select {
-			case o, ok := <-s.ops:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, o)
-			default:
-				break drain
+// gather is a batch: first, then the operations waiting, up to maxBatch.
+func (s *Store) gather(first *op) []*op {
+	batch := []*op{first}
+	for len(batch) < s.maxBatch {
+		select {
+		case o, ok := <-s.ops:
+			if !ok {
+				return batch
 			}
+			batch = append(batch, o)
+		default:
+			return batch
 		}
-		s.commitBatch(batch)
+	}
+	return batch
+}
+
+// commitLoop is the first stage of the committer: it gathers the
+// operations submitted meanwhile into a batch, runs them in one
+// transaction, and hands the batch's changes to the second stage
+// (applyLoop), which makes them durable and applies them to Badger, while
+// it goes on with the next batch: the journal's fsync of one batch and the
+// operations of the next run at once. The next batch reads what the
+// batches not yet applied wrote (their changes stay visible to it,
+// overlay.go); nothing outside the committer sees a batch before it is
+// durable, in the journal and in Badger.
+//
+// One batch runs at a time (leading): here, or on the goroutine of a writer
+// that found none running (Write).
+func (s *Store) commitLoop() {
+	defer close(s.staged)
+	for first := range s.ops {
+		s.leading.Lock()
+		s.commitBatch(s.gather(first))
+		s.leading.Unlock()
 	}
 }
 
-// commitBatch runs a batch in one transaction and commits it. Operations
+// commitBatch runs a batch in one transaction and stages it. Operations
 // are pure functions of the transaction, so a batch can be run again: an
 // operation that fails in the store is answered with its error and the
 // others run again without it; when an operation does not fit in the
-// transaction, the ones before it are committed first.
+// transaction, the ones before it are staged first.
 func (s *Store) commitBatch(batch []*op) {
-	err := s.broken
+	err := s.brokenErr()
 	if err == nil {
 		err = s.checkSpace()
 	}
@@ -126,18 +157,7 @@ func (s *Store) commitBatch(batch []*op) {
 			batch = append(batch[:failed:failed], batch[failed+1:]...)
 			continue
 		}
-		if err := s.commit(t); err != nil {
-			for _, o := range batch {
-				o.deliver(&Error{fmt.Errorf("commit: %w", err)})
-			}
-			return
-		}
-		for _, fn := range t.after {
-			fn()
-		}
-		for _, o := range batch {
-			o.deliver(nil)
-		}
+		s.stage(t, batch)
 		return
 	}
 }
@@ -145,7 +165,7 @@ func (s *Store) commitBatch(batch []*op) {
 // run runs every operation of batch in a new transaction, stopping at the
 // first that fails in the store (failed is its index, or -1).
 func (s *Store) run(batch []*op) (t *Tx, failed int, err error) {
-	t = &Tx{txn: s.db.NewTransaction(true), now: s.now().UTC(), index: map[string]int{}}
+	t = s.newTx()
 	for i, o := range batch {
 		if err := o.run(t); err != nil {
 			return t, i, err
@@ -154,36 +174,156 @@ func (s *Store) run(batch []*op) (t *Tx, failed int, err error) {
 	return t, -1, nil
 }
 
-// commit makes a batch durable in the journal, then commits it to Badger.
-// A batch the journal holds but Badger refused stops the store: applying
-// it at the next Open is the only way to keep later batches consistent.
-func (s *Store) commit(t *Tx) error {
+// stage finishes a batch whose operations ran (its BeforeCommit work),
+// lets later batches build on it (AfterCommit), and hands it to the second
+// stage. Its transaction only served reads: the second stage applies its
+// changes.
+func (s *Store) stage(t *Tx, batch []*op) {
+	defer t.txn.Discard()
 	for _, fn := range t.before {
 		if err := fn(t); err != nil {
-			t.txn.Discard()
-			return err
+			for _, o := range batch {
+				o.deliver(&Error{fmt.Errorf("commit: %w", err)})
+			}
+			return
 		}
 	}
-	if s.journal != nil && len(t.changes) > 0 {
-		if err := s.journalBatch(t.changes); err != nil {
-			t.txn.Discard()
-			return err
+	for _, fn := range t.after {
+		fn()
+	}
+	b := s.overlay.push(t.changes, batch)
+	b.onApplied = t.applied
+	s.inflight.Add(1)
+	if s.unpersisted.Load() == 0 && len(s.ops) == 0 {
+		// Nothing to run meanwhile, and no batch before it waits to be
+		// made durable: it is made durable and acknowledged here, without
+		// a hand-off (a lone writer waits for no other goroutine), and the
+		// second stage applies it to Badger.
+		s.persistAck(b)
+		s.staged <- b
+		return
+	}
+	s.unpersisted.Add(1)
+	s.staged <- b
+}
+
+// applyLoop is the second stage of the committer: each staged batch, in
+// order, is made durable and acknowledged (unless the first stage did),
+// then applied to Badger.
+func (s *Store) applyLoop() {
+	defer close(s.done)
+	for b := range s.staged {
+		if !b.persisted {
+			s.persistAck(b)
+			s.unpersisted.Add(-1)
+		}
+		if b.err == nil {
+			s.write(b.encoded)
+		}
+		s.overlay.applied(b)
+		if b.err == nil {
+			for _, fn := range b.onApplied {
+				fn()
+			}
+		}
+		s.inflight.Add(-1)
+	}
+}
+
+// persistAck makes a staged batch durable in the journal and acknowledges
+// it; the second stage applies it to Badger after (a reader outside the
+// committer waits for what was acknowledged before it: readable). A
+// failure stops the store: every later batch (built on the failed one)
+// fails too. Batches are made durable one at a time, in order.
+func (s *Store) persistAck(b *stagedBatch) {
+	err := s.brokenErr()
+	if err == nil {
+		b.encoded, err = s.persist(b.changes)
+	}
+	b.persisted, b.err = true, err
+	s.overlay.acked(b)
+	for _, o := range b.ops {
+		if err != nil {
+			o.deliver(&Error{fmt.Errorf("commit: %w", err)})
+		} else {
+			o.deliver(nil)
 		}
 	}
-	if err := t.txn.Commit(); err != nil {
-		if s.journal != nil && len(t.changes) > 0 {
-			s.broken = fmt.Errorf("the ledger stopped: a batch is in its journal but the store refused it (%v); restart toolgate serve to apply it", err)
+}
+
+// persist makes a batch durable in the journal and returns its changes as
+// stored.
+func (s *Store) persist(changes []change) ([]change, error) {
+	encoded := make([]change, len(changes))
+	raw := 0
+	for i, c := range changes {
+		encoded[i] = change{key: c.key, val: encodeValue(c.val), del: c.del}
+		raw += len(c.key) + len(c.val)
+	}
+	if s.journal != nil && len(encoded) > 0 {
+		if err := s.journalBatch(encoded, raw); err != nil {
+			return nil, err
 		}
-		return err
+	}
+	return encoded, nil
+}
+
+// write writes a durable batch to Badger. A batch the journal holds but
+// Badger refused stops the store: applying it at the next Open is the only
+// way to keep later batches consistent.
+func (s *Store) write(encoded []change) {
+	if len(encoded) == 0 {
+		return
+	}
+	err := s.db.Update(func(txn *badger.Txn) error { return setAll(txn, encoded) })
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		err = s.writeBatch(encoded) // not atomic to readers; the journal has it whole
+	}
+	if err != nil {
+		s.setBroken(fmt.Errorf("the ledger stopped: a batch is in its journal but the store refused it (%v); restart toolgate serve to apply it", err))
+	}
+}
+
+func setAll(txn *badger.Txn, changes []change) error {
+	for _, c := range changes {
+		var err error
+		if c.del {
+			err = txn.Delete(c.key)
+		} else {
+			err = txn.Set(c.key, c.val)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
+func (s *Store) writeBatch(changes []change) error {
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, c := range changes {
+		var err error
+		if c.del {
+			err = wb.Delete(c.key)
+		} else {
+			err = wb.Set(c.key, c.val)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return wb.Flush()
+}
+
 // journalBatch writes a batch's changes to the journal, starting a new
-// journal (a checkpoint) when they do not fit.
-func (s *Store) journalBatch(changes []change) error {
+// journal (a checkpoint) when they do not fit, or when Badger has taken a
+// journal's worth since the last one: values are compressed in the
+// journal, not in Badger's memory maps, whose pages a checkpoint lets go.
+func (s *Store) journalBatch(changes []change, raw int) error {
 	payload := s.journal.encode(changes)
-	if !s.journal.fits(len(payload)) {
+	s.sinceCheckpoint += int64(raw)
+	if !s.journal.fits(len(payload)) || s.sinceCheckpoint >= journalSize {
 		if err := s.checkpoint(2 * int64(len(payload))); err != nil {
 			return err
 		}
@@ -193,7 +333,7 @@ func (s *Store) journalBatch(changes []change) error {
 	if s.journal.failed != nil {
 		// A failed sync leaves the file's state unknown: stop, and let
 		// the next Open read what it holds.
-		s.broken = fmt.Errorf("the ledger stopped: %v; restart toolgate serve", s.journal.failed)
+		s.setBroken(fmt.Errorf("the ledger stopped: %v; restart toolgate serve", s.journal.failed))
 	}
 	return err
 }
@@ -202,9 +342,14 @@ func (s *Store) journalBatch(changes []change) error {
 // journal as the next generation, or with a new one of at least size bytes
 // when a record would not fit in it.
 func (s *Store) checkpoint(size int64) error {
+	// Every batch the journal holds must be in Badger before Badger is
+	// synced and the journal used again: the second stage may still be
+	// applying the ones made durable before this one.
+	s.overlay.readable()
 	if err := syncBadger(s.dir); err != nil {
 		return err
 	}
+	s.sinceCheckpoint = 0
 	releaseMapped(s.dir) // the pages are clean now; failing to drop them costs memory only
 	if size <= s.journal.size {
 		return s.journal.recycle(s.journal.gen + 1)
@@ -216,6 +361,21 @@ func (s *Store) checkpoint(size int64) error {
 	s.journal.close()
 	s.journal = next
 	return removeJournalsBefore(s.dir, next.gen)
+}
+
+// brokenErr is why the store stopped, or nil.
+func (s *Store) brokenErr() error {
+	s.brokenMu.Lock()
+	defer s.brokenMu.Unlock()
+	return s.broken
+}
+
+func (s *Store) setBroken(err error) {
+	s.brokenMu.Lock()
+	defer s.brokenMu.Unlock()
+	if s.broken == nil {
+		s.broken = err
+	}
 }
 
 // checkSpace refuses to write when the filesystem is nearly full.
@@ -237,13 +397,36 @@ func (s *Store) checkSpace() error {
 // what earlier operations of the batch wrote. One Tx serves every
 // operation of one attempt at a batch; a batch run again gets a new one.
 type Tx struct {
-	txn     *badger.Txn
+	txn     *badger.Txn // Badger as applied, with this batch's own writes
+	pending []*stagedBatch
 	now     time.Time
 	changes []change       // the final value of every key set or deleted, for the journal
 	index   map[string]int // key -> its place in changes
 	memo    map[string]any
 	before  []func(*Tx) error
 	after   []func()
+	applied []func()
+}
+
+// newTx is a transaction for the next batch: Badger as applied, under the
+// batches staged but not yet applied.
+func (s *Store) newTx() *Tx {
+	pending, txn := s.overlay.view(s.db)
+	return &Tx{txn: txn, pending: pending, now: s.now().UTC(), index: map[string]int{}}
+}
+
+// lookup finds key in this batch's own writes or in a staged batch: found
+// says whether either has it (then del says it was deleted).
+func (t *Tx) lookup(key string) (val []byte, del, found bool) {
+	if i, ok := t.index[key]; ok {
+		return t.changes[i].val, t.changes[i].del, true
+	}
+	for i := len(t.pending) - 1; i >= 0; i-- {
+		if c, ok := t.pending[i].vals[key]; ok {
+			return c.val, c.del, true
+		}
+	}
+	return nil, false, false
 }
 
 // Memo returns the value remembered under name for this attempt at the
@@ -269,21 +452,29 @@ func (t *Tx) Memo(name string, load func() (any, error)) (any, error) {
 // a Memo. An error fails the whole batch.
 func (t *Tx) BeforeCommit(fn func(*Tx) error) { t.before = append(t.before, fn) }
 
-// AfterCommit runs fn once the batch is durable, on the committer's
-// goroutine, before any later batch runs: what the batch made true may be
-// remembered then (never before: a batch that fails is run again).
+// AfterCommit runs fn once the batch's operations ran for good (a batch
+// whose operation failed in the store is run again without it), on the
+// committer's goroutine, before any later batch runs: what the batch made
+// true may be remembered then, for the batches built on it. The batch
+// becomes durable after that, in order; if it cannot, the store stops,
+// and every later batch fails.
 func (t *Tx) AfterCommit(fn func()) { t.after = append(t.after, fn) }
+
+// AfterApply runs fn once the batch is durable and a reader outside the
+// committer sees it (Read, Scan): to tell such readers that there is more
+// to read. It runs on the second stage's goroutine, in order, and not at
+// all for a batch that could not be made durable.
+func (t *Tx) AfterApply(fn func()) { t.applied = append(t.applied, fn) }
 
 // Now is the batch's time: every operation of a batch sees the same.
 func (t *Tx) Now() time.Time { return t.now }
 
-// Get decodes the JSON value at key into v; it reports false when there is
-// none.
-func (t *Tx) Get(key string, v any) (bool, error) { return getValue(t.txn, key, v) }
-
 // GetRaw returns the bytes at key; it reports false when there is none.
 // They are valid until the transaction ends.
 func (t *Tx) GetRaw(key string) ([]byte, bool, error) {
+	if val, del, found := t.lookup(key); found {
+		return bytes.Clone(val), !del, nil
+	}
 	item, err := t.txn.Get([]byte(key))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, false, nil
@@ -292,6 +483,9 @@ func (t *Tx) GetRaw(key string) ([]byte, bool, error) {
 		return nil, false, &Error{err}
 	}
 	b, err := item.ValueCopy(nil)
+	if err == nil {
+		b, err = decodeValue(b)
+	}
 	if err != nil {
 		return nil, false, &Error{err}
 	}
@@ -300,6 +494,9 @@ func (t *Tx) GetRaw(key string) ([]byte, bool, error) {
 
 // Has reports whether key exists.
 func (t *Tx) Has(key string) (bool, error) {
+	if _, del, found := t.lookup(key); found {
+		return !del, nil
+	}
 	_, err := t.txn.Get([]byte(key))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return false, nil
@@ -319,7 +516,8 @@ func (t *Tx) Put(key string, v any) error {
 	return t.Set(key, b)
 }
 
-// Set stores b at key.
+// Set stores b at key (compressed when that makes it smaller, once the
+// batch is applied).
 func (t *Tx) Set(key string, b []byte) error {
 	k := []byte(key)
 	if err := t.txn.Set(k, b); err != nil {
@@ -351,15 +549,83 @@ func (t *Tx) record(c change) {
 }
 
 // Keys calls fn with every key under prefix from start on, in order, until
-// fn returns false.
+// fn returns false: Badger's, with this batch's own writes, merged with the
+// staged batches'.
 func (t *Tx) Keys(prefix, start string, fn func(key []byte) bool) {
+	staged := t.stagedKeys(prefix, start) // sorted; del: the key is gone
 	it := t.txn.NewIterator(iteratorOptions(prefix, false))
 	defer it.Close()
-	for it.Seek([]byte(start)); it.ValidForPrefix([]byte(prefix)); it.Next() {
-		if !fn(it.Item().Key()) {
+	it.Seek([]byte(start))
+	for {
+		var k []byte
+		fromTxn := it.ValidForPrefix([]byte(prefix))
+		if fromTxn {
+			k = it.Item().Key()
+		}
+		if len(staged) > 0 && (!fromTxn || staged[0].key <= string(k)) {
+			s := staged[0]
+			staged = staged[1:]
+			if fromTxn && s.key == string(k) {
+				it.Next()
+			}
+			if !s.del && !fn([]byte(s.key)) {
+				return
+			}
+			continue
+		}
+		if !fromTxn {
 			return
 		}
+		if !fn(k) {
+			return
+		}
+		it.Next()
 	}
+}
+
+// stagedKey is a key a staged batch set or deleted.
+type stagedKey struct {
+	key string
+	del bool
+}
+
+// stagedKeys are the keys under prefix, from start on, that staged batches
+// wrote and this batch did not (its own writes are in its transaction), in
+// order, each as the newest staged batch left it.
+func (t *Tx) stagedKeys(prefix, start string) []stagedKey {
+	newest := map[string]bool{}
+	for i := len(t.pending) - 1; i >= 0; i-- {
+		for k, c := range t.pending[i].vals {
+			if _, seen := newest[k]; seen || !strings.HasPrefix(k, prefix) || k < start {
+				continue
+			}
+			if _, own := t.index[k]; own {
+				continue
+			}
+			newest[k] = c.del
+		}
+	}
+	out := make([]stagedKey, 0, len(newest))
+	for k, del := range newest {
+		out = append(out, stagedKey{k, del})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out
+}
+
+// Get decodes the JSON value at key into v; it reports false when there is
+// none.
+func (t *Tx) Get(key string, v any) (bool, error) {
+	if val, del, found := t.lookup(key); found {
+		if del {
+			return false, nil
+		}
+		if err := json.Unmarshal(val, v); err != nil {
+			return false, &Error{fmt.Errorf("decode %s: %w", key, err)}
+		}
+		return true, nil
+	}
+	return getValue(t.txn, key, v)
 }
 
 func getValue(txn *badger.Txn, key string, v any) (bool, error) {
@@ -370,7 +636,13 @@ func getValue(txn *badger.Txn, key string, v any) (bool, error) {
 	if err != nil {
 		return false, &Error{err}
 	}
-	err = item.Value(func(b []byte) error { return json.Unmarshal(b, v) })
+	err = item.Value(func(b []byte) error {
+		b, err := decodeValue(b)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(b, v)
+	})
 	if err != nil {
 		return false, &Error{fmt.Errorf("decode %s: %w", key, err)}
 	}

@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,9 +169,8 @@ func TestJournalBringsBackWhatBadgerLost(t *testing.T) {
 // is lost, and its records are never applied twice over newer ones.
 func TestJournalCheckpoints(t *testing.T) {
 	s, dir := openTest(t)
-	big := strings.Repeat("y", 200<<10)
-	for i := range 60 { // 60 × 200 KB: several times the journal's size
-		put(t, s, i, big+fmt.Sprint(i))
+	for i := range 60 { // 60 × 200 KB, 150 KB compressed: more than the journal holds
+		put(t, s, i, incompressible(200<<10, uint64(i)))
 	}
 	if s.journal.gen < 2 {
 		t.Errorf("no checkpoint after %d MB (generation %d)", 60*200>>10, s.journal.gen)
@@ -179,10 +180,10 @@ func TestJournalCheckpoints(t *testing.T) {
 		t.Errorf("journals on disk %v, want just generation %d", gens, s.journal.gen)
 	}
 	// A record larger than the journal gets a larger journal.
-	huge := strings.Repeat("z", journalSize)
+	huge := incompressible(2*journalSize, 60)
 	put(t, s, 60, huge)
 	var got string
-	if err := s.Read("k/060", &got); err != nil || len(got) != journalSize {
+	if err := s.Read("k/060", &got); err != nil || got != huge {
 		t.Fatalf("the huge value: %d bytes, %v", len(got), err)
 	}
 	if n, last := count(t, s); n != 61 || last != 60 {
@@ -273,4 +274,13 @@ func TestReadJournalStopsAtAnotherGeneration(t *testing.T) {
 	if stale, _ := readJournal(journalPath(dir, 2), 1); len(stale) != 0 {
 		t.Errorf("generation 1 read from a file that starts with generation 2: %d batches", len(stale))
 	}
+}
+
+// incompressible is n characters of base64 of random bytes (from seed):
+// compressed, they keep about three quarters of their size.
+func incompressible(n int, seed uint64) string {
+	r := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)})
+	b := make([]byte, n*3/4+3)
+	r.Read(b)
+	return base64.StdEncoding.EncodeToString(b)[:n]
 }

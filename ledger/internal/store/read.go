@@ -9,8 +9,10 @@ import (
 )
 
 // Read decodes the JSON value at key into v, or returns ErrNotFound. It
-// reads what is committed, outside any batch.
+// reads what is committed, outside any batch (every write acknowledged
+// before it is).
 func (s *Store) Read(key string, v any) error {
+	s.overlay.readable()
 	return s.db.View(func(txn *badger.Txn) error {
 		found, err := getValue(txn, key, v)
 		if err == nil && !found {
@@ -22,6 +24,7 @@ func (s *Store) Read(key string, v any) error {
 
 // ReadRaw returns the bytes at key, or ErrNotFound.
 func (s *Store) ReadRaw(key string) ([]byte, error) {
+	s.overlay.readable()
 	var out []byte
 	err := s.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get([]byte(key))
@@ -31,7 +34,10 @@ func (s *Store) ReadRaw(key string) ([]byte, error) {
 		if err != nil {
 			return err
 		}
-		out, err = item.ValueCopy(nil)
+		if out, err = item.ValueCopy(nil); err != nil {
+			return err
+		}
+		out, err = decodeValue(out)
 		return err
 	})
 	return out, err
@@ -49,6 +55,7 @@ func iteratorOptions(prefix string, values bool) badger.IteratorOptions {
 // on, in key order, in one consistent view; an error from fn stops it and
 // is returned.
 func (s *Store) Scan(ctx context.Context, prefix, start string, fn func(key, val []byte) error) error {
+	s.overlay.readable()
 	return s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(iteratorOptions(prefix, true))
 		defer it.Close()
@@ -58,6 +65,9 @@ func (s *Store) Scan(ctx context.Context, prefix, start string, fn func(key, val
 			}
 			item := it.Item()
 			val, err := item.ValueCopy(nil)
+			if err == nil {
+				val, err = decodeValue(val)
+			}
 			if err != nil {
 				return err
 			}

@@ -1,8 +1,10 @@
 // Package store is the ledger's storage engine: Badger, made durable one
-// batch at a time through its own journal, with one committer goroutine
-// that batches concurrent writes into one transaction (group commit). An
-// operation is a function of the transaction that returns a typed result;
-// it is acknowledged only once its batch is durable. Operations must be
+// batch at a time through its own journal, with one committer that batches
+// concurrent writes into one transaction (group commit), in two stages: one
+// runs a batch's operations while the other makes the batch before it
+// durable and applies it (commit.go, overlay.go). An operation is a
+// function of the transaction that returns a typed result; it is
+// acknowledged only once its batch is durable. Operations must be
 // pure functions of the transaction: a batch whose store write fails is run
 // again without the failing operation.
 //
@@ -24,6 +26,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -69,14 +72,24 @@ type Store struct {
 	now      func() time.Time
 	maxBatch int
 
-	mu     sync.RWMutex // guards closed against submissions
-	closed bool
-	ops    chan *op
-	done   chan struct{}
+	mu      sync.RWMutex // guards closed against submissions
+	closed  bool
+	ops     chan *op
+	leading sync.Mutex        // held while a batch runs its first stage
+	staged  chan *stagedBatch // from the committer's first stage to its second
+	// inflight counts the batches handed to the second stage and not yet
+	// applied; unpersisted those of them not yet made durable.
+	inflight    atomic.Int64
+	unpersisted atomic.Int64
+	done        chan struct{}
+	overlay
 
-	// Owned by the committer goroutine:
-	journal *journal // nil in memory
-	broken  error    // a batch is in the journal but not in Badger: reopen to apply it
+	brokenMu sync.Mutex
+	broken   error // a batch is in the journal but not in Badger: reopen to apply it
+
+	// Owned by the committer's second stage:
+	journal         *journal // nil in memory
+	sinceCheckpoint int64    // bytes (uncompressed) written since the last checkpoint
 }
 
 // Open opens (or creates) the store in dir. Badger takes a lock on the
@@ -91,7 +104,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	s := &Store{db: db, dir: dir, minFree: opts.MinFree, now: opts.Now, maxBatch: opts.MaxBatch,
-		ops: make(chan *op, 1024), done: make(chan struct{})}
+		ops: make(chan *op, 1024), staged: make(chan *stagedBatch, 1), done: make(chan struct{})}
 	if s.minFree == 0 {
 		s.minFree = DefaultMinFree
 	}
@@ -111,6 +124,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 	}
 	go s.commitLoop()
+	go s.applyLoop()
 	return s, nil
 }
 
@@ -155,10 +169,12 @@ func (e *LockedError) Error() string {
 func (e *LockedError) Unwrap() error { return e.Err }
 
 // badgerOptions are tuned for a small per-user daemon: small memtables and
-// caches, and Badger's logging routed to slog. Values over 256 bytes
-// (every record and event) live in the value log, so the LSM tree holds
-// keys and pointers only: compaction then needs little memory (100k calls
-// of 1 KB: about 30 MB of heap instead of 100-340 MB). Badger does not
+// caches, and Badger's logging routed to slog. Values of 64 bytes or more
+// (every record and event, compressed: codec.go) live in the value log, so
+// the LSM tree holds keys and pointers only: compaction then needs little
+// memory (100k calls of 1 KB: about 30 MB of heap instead of 100-340 MB;
+// with compressed values under the old 256-byte threshold in the tree,
+// its table builders held 50 MB) and writes stay fast. Badger does not
 // sync its writes: the journal makes each batch durable first, with one
 // fdatasync instead of Badger's two (see journal.go).
 func badgerOptions(dir string, opts Options) badger.Options {
@@ -177,7 +193,7 @@ func badgerOptions(dir string, opts Options) badger.Options {
 		WithBaseLevelSize(8 << 20).
 		WithBlockCacheSize(4 << 20).
 		WithIndexCacheSize(2 << 20).
-		WithValueThreshold(256).
+		WithValueThreshold(64).
 		WithValueLogFileSize(32 << 20).
 		WithNumCompactors(2).
 		WithNumGoroutines(2).
@@ -211,7 +227,7 @@ func (s *Store) closeDB() error {
 		return nil
 	}
 	defer s.journal.close()
-	if s.broken != nil {
+	if s.brokenErr() != nil {
 		return nil // the next Open applies it
 	}
 	// Badger holds it all now: what the journal holds is stale.

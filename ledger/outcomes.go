@@ -1,0 +1,107 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/toolgate/toolgate/api"
+)
+
+// OutcomeResult is what recording one outcome found.
+type OutcomeResult struct {
+	ToolUseID string
+	// Undecided: the call ran but the gate never saw it proposed (it is
+	// recorded now, without a verdict).
+	Undecided bool
+	// Duplicate: the call had run before; this execution is recorded in
+	// the audit as a duplicate.
+	Duplicate bool
+}
+
+// RecordOutcomes records what became of calls of one session once they
+// were decided (toolgate run reads it from Claude Code's transcript): each
+// execution, as RecordExecution does, and what the model saw, as
+// RecordSeen does, all in one durable transaction. A call that ran without
+// ever being proposed is recorded first, so that the audit shows it ran
+// without a decision. Outcomes of one tool_use_id are taken in order (the
+// same id sent twice: the first ran, the repeat was denied).
+func (l *Ledger) RecordOutcomes(ctx context.Context, sessionID string, outcomes []api.Outcome) ([]OutcomeResult, error) {
+	for _, o := range outcomes {
+		if o.ToolUseID == "" {
+			return nil, fmt.Errorf("record outcomes: a tool_use_id is required")
+		}
+	}
+	return write(ctx, l, func(t *tx) ([]OutcomeResult, error) {
+		var results []OutcomeResult
+		for _, o := range outcomes {
+			r, err := recordOutcome(t, sessionID, o)
+			if err != nil {
+				return nil, err
+			}
+			results = append(results, r)
+		}
+		return results, nil
+	})
+}
+
+func recordOutcome(t *tx, sessionID string, o api.Outcome) (OutcomeResult, error) {
+	r := OutcomeResult{ToolUseID: o.ToolUseID}
+	c, found, err := getCall(t, o.ToolUseID)
+	if err != nil {
+		return r, err
+	}
+	if !found {
+		if !o.Ran || o.ToolName == "" || !json.Valid(o.Input) {
+			// Seen but neither proposed nor run: the audit keeps what the
+			// model saw.
+			return r, t.event(KindCallSeen, o.ToolUseID, seenEvent{o.ToolUseID, clipSeen(o.Seen)})
+		}
+		p := api.Call{ToolUseID: o.ToolUseID, SessionID: sessionID, ToolName: o.ToolName, Input: o.Input}
+		if c, _, err = propose(t, p, InputSHA256(p.ToolName, p.Input)); err != nil {
+			return r, err
+		}
+		r.Undecided = true
+	}
+	events := 0
+	if o.Ran {
+		c.Executions++
+		kind := KindCallExecuted
+		if c.Executions > 1 {
+			kind, r.Duplicate = KindExecutionDuplicate, true
+		} else {
+			now := t.Now()
+			c.Executed, c.Failed, c.ExecutedAt, c.Outcome = true, o.Failed, &now, o.Outcome
+			if o.Failed {
+				kind = KindCallFailed
+			}
+		}
+		if err := t.event(kind, o.ToolUseID, execEvent{o.ToolUseID, c.Executions, o.Failed, o.Outcome}); err != nil {
+			return r, err
+		}
+		events++
+	}
+	if seen := clipSeen(o.Seen); seen != "" || !o.Ran {
+		// The call keeps the first (RecordSeen's rule): a later one is a
+		// repeat's denial, in the audit only.
+		if c.Seen == "" {
+			c.Seen = seen
+		}
+		if err := t.event(KindCallSeen, o.ToolUseID, seenEvent{o.ToolUseID, seen}); err != nil {
+			return r, err
+		}
+		events++
+	}
+	if events == 0 {
+		return r, nil
+	}
+	return r, t.Put(callKey(o.ToolUseID), c)
+}
+
+// clipSeen bounds what is kept of the text the model saw.
+func clipSeen(seen string) string {
+	if len(seen) > maxSeen {
+		return seen[:maxSeen] + "…"
+	}
+	return seen
+}

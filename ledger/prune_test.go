@@ -1,0 +1,183 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/api"
+)
+
+// A prune removes the events recorded before the date and the sessions
+// that ended before it, with their calls; the chain that remains verifies
+// from its base, which an export names, and the prune is in the chain.
+func TestPrune(t *testing.T) {
+	c := newClock()
+	l, _ := openTest(t, c)
+	session := func(id string, calls int) {
+		if _, _, err := l.StartSession(ctx, api.Session{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range calls {
+			call := api.Call{ToolUseID: fmt.Sprintf("toolu_%s_%d", id, i), SessionID: id, ToolName: "Bash", Input: json.RawMessage(`{"command":"ls"}`)}
+			if _, _, err := l.Record(ctx, call, api.Verdict{Effect: api.EffectAllow, Source: api.SourcePolicy}, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, err := l.EndSession(ctx, id, api.EndEnded); err != nil {
+			t.Fatal(err)
+		}
+		c.Add(time.Hour)
+	}
+	session("old", 3)
+	cut := c.Now()
+	session("new", 2)
+	before, _ := l.Verify(ctx)
+	rec, err := l.Prune(ctx, cut, api.Incident{PID: 42, Exe: "/bin/toolgate"}, Unpublished)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Sessions != 1 || rec.Calls != 3 || rec.Events == 0 || rec.BaseSeq != rec.Events || len(rec.BaseHash) != 64 || rec.Event != before.HeadSeq+1 {
+		t.Fatalf("prune %+v (chain before %+v)", rec, before)
+	}
+	if _, err := l.Call(ctx, "toolu_old_0"); err == nil {
+		t.Error("a call of a pruned session is still there")
+	}
+	if calls, err := l.Calls(ctx, CallQuery{SessionID: "new"}); err != nil || len(calls) != 2 {
+		t.Errorf("the calls of the session that stays: %d %v", len(calls), err)
+	}
+	if _, err := l.Session(ctx, "old"); err == nil {
+		t.Error("the pruned session is still there")
+	}
+	res, err := l.Verify(ctx)
+	if err != nil || res.Base != rec.BaseSeq || res.HeadSeq != rec.Event || res.Events != rec.Event-rec.BaseSeq {
+		t.Fatalf("verify after the prune: %+v %v", res, err)
+	}
+	if _, err := l.Event(ctx, rec.BaseSeq); err == nil {
+		t.Error("a pruned event is still readable")
+	}
+	e, err := l.Event(ctx, rec.BaseSeq+1)
+	if err != nil || e.PrevHash != rec.BaseHash {
+		t.Errorf("the first event after the base: %+v %v", e, err)
+	}
+	// An export holds the chain from the base, and says so.
+	var buf bytes.Buffer
+	if err := l.Export(ctx, &buf, api.Incident{}); err != nil {
+		t.Fatal(err)
+	}
+	vres, trailer, err := VerifyExport(bytes.NewReader(buf.Bytes()))
+	if err != nil || vres.Base != rec.BaseSeq || trailer == nil || trailer.BaseSeq != rec.BaseSeq || trailer.BaseHash != rec.BaseHash {
+		t.Fatalf("the export: %+v %+v %v", vres, trailer, err)
+	}
+	recorded, _ := l.Event(ctx, trailer.Event)
+	if err := CheckExport(vres, trailer, recorded); err != nil {
+		t.Errorf("the export against the ledger: %v", err)
+	}
+	// The export with its first events cut is not the export the ledger
+	// recorded.
+	lines := bytes.SplitAfter(buf.Bytes(), []byte("\n"))
+	cutRes, _, err := VerifyExport(bytes.NewReader(bytes.Join(append(lines[2:], nil), nil)))
+	if err == nil {
+		err = CheckExport(cutRes, trailer, recorded)
+	}
+	if ce := chainError(t, err); ce.Problem != "truncated" {
+		t.Errorf("an export cut at its head: %v", ce)
+	}
+	// The prune is in the chain, and a second prune goes on from the base.
+	if kinds := eventKinds(t, l); kinds[len(kinds)-2] != KindAuditPruned {
+		t.Errorf("audit: %v", kinds)
+	}
+	c.Add(time.Hour)
+	again, err := l.Prune(ctx, c.Now(), api.Incident{}, Unpublished)
+	if err != nil || again.Sessions != 1 || again.Calls != 2 || again.BaseSeq <= rec.BaseSeq {
+		t.Errorf("a second prune: %+v %v", again, err)
+	}
+	if res, err := l.Verify(ctx); err != nil || res.Base != again.BaseSeq {
+		t.Errorf("verify after the second prune: %+v %v", res, err)
+	}
+}
+
+// In a fleet the chain is the outbox: a prune keeps every event after the
+// last one Postgres holds, whatever its date, and EventsAfter gives the
+// publisher the events that remain with the prev_hash that links them
+// (the ledger stores an event without it), from the base on.
+func TestPruneKeepsWhatIsNotPublished(t *testing.T) {
+	c := newClock()
+	l, _ := openTest(t, c)
+	for _, id := range []string{"a", "b", "c"} {
+		if _, _, err := l.StartSession(ctx, api.Session{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := l.EndSession(ctx, id, api.EndEnded); err != nil {
+			t.Fatal(err)
+		}
+		c.Add(time.Hour)
+	}
+	all, err := l.EventsAfter(ctx, 0, 1000)
+	if err != nil || len(all) < 4 {
+		t.Fatalf("events: %d %v", len(all), err)
+	}
+	published := all[1].Seq // Postgres holds the first two events only
+	rec, err := l.Prune(ctx, c.Now(), api.Incident{}, published)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.BaseSeq != published || rec.Sessions != 3 {
+		t.Fatalf("prune up to the published event %d: %+v", published, rec)
+	}
+	if _, err := l.EventsAfter(ctx, published-1, 10); err == nil {
+		t.Error("events after a pruned one: no error")
+	}
+	rest, err := l.EventsAfter(ctx, published, 1000)
+	if err != nil || len(rest) != len(all)-2+1 { // the unpublished ones and the prune
+		t.Fatalf("the events the publisher still needs: %d %v", len(rest), err)
+	}
+	for i, e := range rest[:len(all)-2] {
+		want := all[i+2]
+		if e.Seq != want.Seq || e.Hash != want.Hash || e.PrevHash != want.PrevHash || e.PrevHash == "" {
+			t.Errorf("event %d after the prune: %+v, want %+v", e.Seq, e, want)
+		}
+	}
+	if last := rest[len(rest)-1]; last.Kind != KindAuditPruned || last.PrevHash != all[len(all)-1].Hash || last.Sum() != last.Hash {
+		t.Errorf("the prune's event: %+v", last)
+	}
+	// Nothing published: no event goes, the sessions do.
+	c.Add(time.Hour)
+	none, err := l.Prune(ctx, c.Now(), api.Incident{}, published)
+	if err != nil || none.BaseSeq != published || none.Events != 0 {
+		t.Errorf("a second prune with nothing more published: %+v %v", none, err)
+	}
+}
+
+// A session that deferred a call (--on-ask defer) waits for toolgate
+// resume however old it is: a prune leaves it, its call and its approval.
+func TestPruneKeepsDeferredSessions(t *testing.T) {
+	c := newClock()
+	l, _ := openTest(t, c)
+	if _, _, err := l.StartSession(ctx, api.Session{ID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	a := ask(t, l, "toolu_1", 30*24*time.Hour)
+	if ok, err := l.Defer(ctx, "s1", "toolu_1", "claude-sid"); !ok || err != nil {
+		t.Fatalf("defer: %v %v", ok, err)
+	}
+	if _, _, err := l.EndSession(ctx, "s1", api.EndEnded); err != nil {
+		t.Fatal(err)
+	}
+	c.Add(time.Hour)
+	rec, err := l.Prune(ctx, c.Now(), api.Incident{}, Unpublished)
+	if err != nil || rec.Sessions != 0 || rec.Calls != 0 {
+		t.Fatalf("prune: %+v %v", rec, err)
+	}
+	if s, err := l.Session(ctx, "s1"); err != nil || s.EndReason != api.EndDeferred {
+		t.Errorf("the deferred session: %+v %v", s, err)
+	}
+	if got, err := l.Approval(ctx, a.ID); err != nil || got.Status != api.StatusPending {
+		t.Errorf("its approval: %+v %v", got, err)
+	}
+	if _, err := l.ResumeSession(ctx, "s1", func(*api.Session) {}); err != nil {
+		t.Errorf("resume after the prune: %v", err)
+	}
+}

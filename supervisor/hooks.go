@@ -1,0 +1,220 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/contain"
+)
+
+// Hook transports: how Claude Code hands toolgate run each call (HookAuto
+// picks one).
+const (
+	// HookHTTP: an http hook to run's own loopback listener (the prompt
+	// tool's), which forwards the event to the daemon over a kept
+	// connection. Claude Code sends one request a call and spawns nothing.
+	HookHTTP = "http"
+	// HookCommand: toolgate-hook, spawned by Claude Code for every event,
+	// which asks the daemon itself (what installed sessions use).
+	HookCommand = "command"
+)
+
+// HookAuto picks HookHTTP, unless Claude Code's sandbox may be on: then
+// HookCommand (see hookTransport).
+const HookAuto = "auto"
+
+// hookTransport is the transport a session uses. Claude Code sends http
+// hooks through its sandbox's network proxy when the sandbox is on, and
+// the proxy refuses loopback addresses: every hook would fail, and a
+// failed hook lets the call through. So with the sandbox on (--containment
+// strict, or a settings layer that turns it on) the hook is the command;
+// asked for http there, run refuses to start.
+func hookTransport(cfg RunConfig, level contain.Level) (string, error) {
+	sandbox, where := level.Sandboxed(), "--containment strict"
+	if !sandbox {
+		sandbox, where = claudecode.SandboxEnabled(cfg.ClaudeArgs, cfg.Cwd, claudeDir(cfg))
+	}
+	switch cfg.HookTransport {
+	case "", HookAuto:
+		if sandbox {
+			return HookCommand, nil
+		}
+		return HookHTTP, nil
+	case HookHTTP:
+		if sandbox {
+			return "", &claudecode.ArgsError{Msg: fmt.Sprintf("--hook-transport http cannot gate a session with Claude Code's sandbox on (%s): "+
+				"the sandbox's proxy refuses the hooks, and Claude Code lets a call through a hook that fails; use --hook-transport command", where)}
+		}
+		return HookHTTP, nil
+	case HookCommand:
+		return HookCommand, nil
+	}
+	return "", &claudecode.ArgsError{Msg: fmt.Sprintf("--hook-transport must be %s, %s or %s, not %q", HookAuto, HookHTTP, HookCommand, cfg.HookTransport)}
+}
+
+// noProxyLoopback is claude's NO_PROXY with the loopback address added:
+// Claude Code sends an http hook through a proxy its environment names
+// (or a settings layer's env, which can change during the session), unless
+// NO_PROXY exempts its URL, and a proxy would neither reach run's listener
+// nor should see its token. It returns env with NO_PROXY and no_proxy set
+// to it.
+func noProxyLoopback(env []string) ([]string, string) {
+	list := "127.0.0.1"
+	for i := len(env) - 1; i >= 0; i-- {
+		k, v, _ := strings.Cut(env[i], "=")
+		if strings.EqualFold(k, "NO_PROXY") {
+			if v != "" && v != list {
+				list = v + "," + list
+			}
+			break
+		}
+	}
+	return append(env, "NO_PROXY="+list, "no_proxy="+list), list
+}
+
+// HookDeadline is how long run's http hook endpoint waits for the daemon's
+// verdict before it answers deny gate_unavailable itself: well before the
+// timeout Claude Code gives the hook (claudecode.HookTimeout), after which
+// the CLI would treat the call as having no verdict and let an auto-allowed
+// call run.
+const HookDeadline = 10 * time.Second
+
+// hookServer is toolgate run's http hook endpoint. Claude Code lets a call
+// through whenever an http hook fails (a refused connection, an HTTP error,
+// a body it cannot read, no answer before the hook's timeout: CONTRACT.md),
+// so the endpoint answers every request with 200 and a JSON verdict, and
+// nothing else: the daemon's verdict, or a deny gate_unavailable when the
+// daemon cannot be reached, is not the one run trusts, or has not answered
+// by the deadline, and when the request is not Claude Code's (no token),
+// is not a PreToolUse event, or cannot be read. A request can only propose
+// a call: the verdict is the daemon's, and it answers Claude Code's own
+// request alone.
+type hookServer struct {
+	r          *runner
+	authorized func(*http.Request) bool // the request carries the listener's token
+	deadline   time.Duration
+	transcript func(path string) // told every transcript_path (claude's transcripts)
+}
+
+// ServeHTTP answers one hook request: always 200, always a verdict.
+func (h *hookServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	v, deferred := api.Deny(api.ReasonGateUnavailable, api.SourceGate), false
+	defer func() {
+		if p := recover(); p != nil {
+			h.r.log.Error("http hook: internal error", "panic", p)
+			v, deferred = api.Deny(api.ReasonGateUnavailable, api.SourceGate), false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		if deferred {
+			// --on-ask defer: the run ends on this call, as the hook
+			// binary's "defer" ends it.
+			w.Write(claudecode.Defer(v))
+			return
+		}
+		w.Write(claudecode.Answer(api.PreToolUse, v))
+	}()
+	raw, err := readHookBody(req)
+	switch {
+	case !h.authorized(req):
+		h.r.log.Warn("http hook: a request without the token", "remote", req.RemoteAddr)
+		return
+	case err != nil:
+		h.localDeny(raw, err)
+		return
+	}
+	v, deferred = h.decide(req.Context(), raw)
+}
+
+// readHookBody reads the event, up to the hook's bound, and drains the
+// rest: Claude Code must read an answer, not a connection closed while it
+// still sends.
+func readHookBody(req *http.Request) ([]byte, error) {
+	raw, err := io.ReadAll(io.LimitReader(req.Body, maxEvent+1))
+	io.Copy(io.Discard, req.Body)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("read the event: %w", err)
+	case len(raw) > maxEvent:
+		return nil, fmt.Errorf("the event is larger than %d bytes", maxEvent)
+	case !gjson.ValidBytes(raw):
+		return nil, errors.New("the event is not valid JSON")
+	}
+	return raw, nil
+}
+
+// maxEvent bounds a hook event, as the hook binary bounds its stdin.
+const maxEvent = 8 << 20
+
+// decide asks the daemon for the verdict on one PreToolUse event, within
+// the deadline, restarting a daemon that is gone once; deferred says the
+// daemon defers the call (--on-ask defer).
+func (h *hookServer) decide(ctx context.Context, raw []byte) (v api.Verdict, deferred bool) {
+	ev := gjson.ParseBytes(raw)
+	if name := ev.Get("hook_event_name").Str; name != api.PreToolUse {
+		return h.localDeny(raw, fmt.Errorf("unexpected hook event %q", name)), false
+	}
+	if p := ev.Get("transcript_path").Str; p != "" && h.transcript != nil {
+		h.transcript(p)
+	}
+	v, deferred = h.ask(ctx, raw)
+	// What run answered, for the report: it checks the daemon's record
+	// against it, and holds it when the record cannot be had.
+	h.r.saw(api.PromptRequest{ToolUseID: ev.Get("tool_use_id").Str, ToolName: ev.Get("tool_name").Str,
+		Input: json.RawMessage(ev.Get("tool_input").Raw)}, v)
+	return v, deferred
+}
+
+// ask is the daemon's verdict, or a local deny.
+func (h *hookServer) ask(ctx context.Context, raw []byte) (api.Verdict, bool) {
+	if err := h.r.gate.Lost(); err != nil {
+		return h.localDeny(raw, err), false
+	}
+	if err := h.r.stopped(); err != nil {
+		return h.localDeny(raw, err), false
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.deadline)
+	defer cancel()
+	req := api.HookRequest{SessionID: h.r.session, Event: raw}
+	resp, err := h.r.client.Hook(ctx, req)
+	if err != nil && api.IsUnavailable(err) && ctx.Err() == nil && h.r.gate.restart(ctx) {
+		resp, err = h.r.client.Hook(ctx, req)
+	}
+	switch {
+	case err != nil:
+		return h.localDeny(raw, err), false
+	case resp.Verdict == nil:
+		return h.localDeny(raw, errors.New("the daemon gave no verdict")), false
+	}
+	return *resp.Verdict, resp.Defer
+}
+
+// localDeny denies a call without the daemon, and records it in the spool
+// as the hook binary does: the report counts it, and the daemon puts it in
+// the audit when it can.
+func (h *hookServer) localDeny(raw []byte, cause error) api.Verdict {
+	h.r.log.Error("http hook: denied gate_unavailable", "err", cause)
+	v := api.Deny(api.ReasonGateUnavailable, api.SourceGate)
+	ev := gjson.ParseBytes(raw)
+	line := api.SpoolLine{Time: time.Now().UTC(), Event: api.PreToolUse, ReasonCode: v.ReasonCode, Error: cause.Error(),
+		ToolUseID: ev.Get("tool_use_id").Str, ToolName: ev.Get("tool_name").Str, AgentID: ev.Get("agent_id").Str}
+	if in := ev.Get("tool_input"); in.IsObject() && len(in.Raw) <= maxSpooledInput {
+		line.Input = json.RawMessage(in.Raw)
+	}
+	if line.ToolUseID != "" {
+		api.AppendSpool(h.r.spool, line) // nowhere to report a failure: the deny stands
+	}
+	return v
+}
+
+// maxSpooledInput bounds the tool input kept in the spool file.
+const maxSpooledInput = 64 << 10

@@ -1,0 +1,210 @@
+package supervisor
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/contain"
+)
+
+// fakeDaemon serves /v1/hook on a Unix socket with handler, as the daemon
+// would, and returns a runner whose client and trusted gate point at it.
+func fakeDaemon(t *testing.T, handler http.HandlerFunc) *runner {
+	r, _ := fakeDaemonConns(t, handler)
+	return r
+}
+
+// fakeDaemonConns is fakeDaemon, with the count of connections it took.
+func fakeDaemonConns(t *testing.T, handler http.HandlerFunc) (*runner, *atomic.Int32) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "tgh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "gate.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns atomic.Int32
+	srv := &http.Server{Handler: handler, ConnState: func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	g := &trustedGate{pid: os.Getpid()} // this process serves the socket
+	c := api.NewClient(sock)
+	c.KeepAlive, c.VerifyPeer = true, g.verify
+	return &runner{log: slog.New(slog.DiscardHandler), gate: g, client: c, session: "ses_test", spool: filepath.Join(dir, "spool.jsonl")}, &conns
+}
+
+// post sends one hook request to the endpoint and returns the status and
+// the decision it answered.
+func post(t *testing.T, h http.Handler, token, body string) (int, gjson.Result) {
+	t.Helper()
+	req := httptest.NewRequest("POST", "/hook", strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	out := rec.Body.Bytes()
+	if !gjson.ValidBytes(out) || rec.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("not a JSON answer: %q", out)
+	}
+	return rec.Code, gjson.GetBytes(out, "hookSpecificOutput")
+}
+
+const preEvent = `{"hook_event_name":"PreToolUse","session_id":"cc","transcript_path":"/nowhere/t.jsonl","tool_name":"Read","tool_use_id":"toolu_1","tool_input":{"file_path":"a"}}`
+
+func hooks(r *runner) *hookServer {
+	return &hookServer{r: r, authorized: func(req *http.Request) bool { return req.Header.Get("Authorization") == "Bearer tok" },
+		deadline: 5 * time.Second}
+}
+
+// The endpoint answers the daemon's verdict, and every failure with 200
+// and a deny gate_unavailable: Claude Code would let the call through any
+// other answer (an error status, a closed connection, no answer in time).
+func TestHookEndpointAlwaysAnswers(t *testing.T) {
+	allow := func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		json.NewEncoder(w).Encode(api.HookResponse{Verdict: &api.Verdict{Effect: api.EffectAllow, RuleID: "allow-read"}})
+	}
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	stall := func(w http.ResponseWriter, r *http.Request) { <-release }
+	broken := func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }
+	tests := []struct {
+		name     string
+		daemon   http.HandlerFunc
+		token    string
+		body     string
+		setup    func(t *testing.T, r *runner, h *hookServer)
+		decision string
+		spooled  bool
+	}{
+		{name: "the daemon's verdict", daemon: allow, token: "tok", body: preEvent, decision: "allow"},
+		{name: "no token", daemon: allow, body: preEvent, decision: "deny"},
+		{name: "a wrong token", daemon: allow, token: "other", body: preEvent, decision: "deny"},
+		{name: "not JSON", daemon: allow, token: "tok", body: `{"hook_event_name":`, decision: "deny"},
+		{name: "another event", daemon: allow, token: "tok", body: `{"hook_event_name":"PostToolUse","tool_use_id":"toolu_1"}`, decision: "deny", spooled: true},
+		{name: "larger than an event may be", daemon: allow, token: "tok", body: `{"x":"` + strings.Repeat("a", maxEvent) + `"}`, decision: "deny"},
+		{name: "the daemon fails", daemon: broken, token: "tok", body: preEvent, decision: "deny", spooled: true},
+		{name: "the daemon does not answer by the deadline", daemon: stall, token: "tok", body: preEvent, decision: "deny", spooled: true,
+			setup: func(_ *testing.T, _ *runner, h *hookServer) { h.deadline = 100 * time.Millisecond }},
+		{name: "another process answers on the socket", daemon: allow, token: "tok", body: preEvent, decision: "deny", spooled: true,
+			setup: func(t *testing.T, r *runner, _ *hookServer) {
+				r.gate.pid, r.gate.start.Paths = 1, api.Paths{RuntimeDir: t.TempDir()} // and no socket to find it on again
+			}},
+		{name: "the gate is lost", daemon: allow, token: "tok", body: preEvent, decision: "deny", spooled: true,
+			setup: func(_ *testing.T, r *runner, _ *hookServer) { r.gate.lost = os.ErrClosed }},
+		{name: "a panic", daemon: allow, token: "tok", body: preEvent, decision: "deny",
+			setup: func(_ *testing.T, r *runner, _ *hookServer) { r.gate = nil }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := fakeDaemon(t, tt.daemon)
+			h := hooks(r)
+			if tt.setup != nil {
+				tt.setup(t, r, h)
+			}
+			code, out := post(t, h, tt.token, tt.body)
+			if code != 200 || out.Get("permissionDecision").Str != tt.decision || out.Get("hookEventName").Str != api.PreToolUse {
+				t.Errorf("%d %s, want 200 and %s", code, out.Raw, tt.decision)
+			}
+			if tt.decision == "deny" && !strings.Contains(out.Get("permissionDecisionReason").Str, "gate_unavailable") {
+				t.Errorf("the deny should say gate_unavailable: %s", out.Raw)
+			}
+			lines, _ := api.ReadSpool(r.spool)
+			if (len(lines) > 0) != tt.spooled {
+				t.Errorf("spooled %+v, want spooled %v", lines, tt.spooled)
+			}
+		})
+	}
+}
+
+// A kept connection carries every hook event of the session.
+func TestHookEndpointKeepsItsConnection(t *testing.T) {
+	r, conns := fakeDaemonConns(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		json.NewEncoder(w).Encode(api.HookResponse{Verdict: &api.Verdict{Effect: api.EffectAllow}})
+	})
+	h := hooks(r)
+	for range 5 {
+		if _, out := post(t, h, "tok", preEvent); out.Get("permissionDecision").Str != "allow" {
+			t.Fatalf("answer %s", out.Raw)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections for 5 events, want 1", n)
+	}
+}
+
+// http hooks are used only where Claude Code sends them to run's listener:
+// never with its sandbox on, whose proxy refuses them.
+func TestHookTransport(t *testing.T) {
+	cwd, claudeDir := t.TempDir(), t.TempDir()
+	sandboxed := contain.Level{Name: "landlock+sandbox"}
+	landlock := contain.Level{Name: "landlock"}
+	tests := []struct {
+		asked    string
+		level    contain.Level
+		args     []string
+		userFile string
+		want     string // "" when refused
+	}{
+		{asked: "", level: landlock, want: HookHTTP},
+		{asked: HookAuto, level: landlock, want: HookHTTP},
+		{asked: HookAuto, level: sandboxed, want: HookCommand},
+		{asked: HookHTTP, level: sandboxed, want: ""},
+		{asked: HookCommand, level: landlock, want: HookCommand},
+		{asked: HookAuto, level: landlock, args: []string{"-p", "--settings", `{"sandbox":{"enabled":true}}`}, want: HookCommand},
+		{asked: HookHTTP, level: landlock, args: []string{"--settings=" + `{"sandbox":{"enabled":true}}`}, want: ""},
+		{asked: HookAuto, level: landlock, args: []string{"--settings", `{"sandbox":{"enabled":false}}`}, want: HookHTTP},
+		{asked: HookAuto, level: landlock, userFile: `{"sandbox":{"enabled":true}}`, want: HookCommand},
+		{asked: HookAuto, level: landlock, args: []string{"--settings", "missing.json"}, want: HookCommand},
+		{asked: "stdio", level: landlock, want: ""},
+	}
+	for _, tt := range tests {
+		os.Remove(filepath.Join(claudeDir, "settings.json"))
+		if tt.userFile != "" {
+			os.WriteFile(filepath.Join(claudeDir, "settings.json"), []byte(tt.userFile), 0o600)
+		}
+		cfg := RunConfig{HookTransport: tt.asked, ClaudeArgs: tt.args, Cwd: cwd, Env: []string{"CLAUDE_CONFIG_DIR=" + claudeDir}}
+		got, err := hookTransport(cfg, tt.level)
+		if got != tt.want || (err != nil) != (tt.want == "") {
+			t.Errorf("%q %s %q user %q: %q %v, want %q", tt.asked, tt.level.Name, tt.args, tt.userFile, got, err, tt.want)
+		}
+	}
+}
+
+func TestNoProxyLoopback(t *testing.T) {
+	for _, tt := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"PATH=/bin"}, "127.0.0.1"},
+		{[]string{"https_proxy=http://proxy:3128", "NO_PROXY=a.example", "no_proxy=example.com"}, "example.com,127.0.0.1"},
+		{[]string{"NO_PROXY=127.0.0.1"}, "127.0.0.1"},
+	} {
+		env, list := noProxyLoopback(tt.env)
+		if list != tt.want || env[len(env)-2] != "NO_PROXY="+tt.want || env[len(env)-1] != "no_proxy="+tt.want {
+			t.Errorf("%q: %q %q, want %q", tt.env, env, list, tt.want)
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/toolgate/toolgate/api"
+)
+
+// What claude writes to its transcript reaches the daemon as outcomes, as
+// it is written: a line cut in two is read once whole, and a file outside
+// claude's projects directory is never read.
+func TestTranscriptsReportOutcomes(t *testing.T) {
+	var mu sync.Mutex
+	var got []api.Outcome
+	r := fakeDaemon(t, func(w http.ResponseWriter, req *http.Request) {
+		var or api.OutcomesRequest
+		if req.URL.Path != "/v1/sessions/ses_test/outcomes" || json.NewDecoder(req.Body).Decode(&or) != nil {
+			http.Error(w, "bad", 400)
+			return
+		}
+		mu.Lock()
+		got = append(got, or.Outcomes...)
+		mu.Unlock()
+		w.Write([]byte("{}"))
+	})
+	data, err := os.ReadFile("../claudecode/testdata/transcript-2.1.332.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	claudeDir := t.TempDir()
+	path := filepath.Join(claudeDir, "projects", "-work-x-proj", "s.jsonl")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	tr := newTranscripts(r.client, r.session, claudeDir)
+	outside := filepath.Join(t.TempDir(), "forged.jsonl")
+	os.WriteFile(outside, data, 0o600)
+	tr.add(outside)
+	tr.add(path)
+	tr.add(path)
+	ctx := context.Background()
+	if err := tr.flush(ctx); err != nil { // nothing written yet
+		t.Fatal(err)
+	}
+	half := len(data) / 2
+	for _, part := range [][]byte{data[:half], data[half:]} {
+		f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		f.Write(part)
+		f.Close()
+		if err := tr.flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	byID := map[string]api.Outcome{}
+	for _, o := range got {
+		if _, dup := byID[o.ToolUseID]; dup {
+			t.Errorf("%s reported twice", o.ToolUseID)
+		}
+		byID[o.ToolUseID] = o
+	}
+	if len(byID) != 12 {
+		t.Fatalf("%d outcomes, want 12: %+v", len(byID), got)
+	}
+	if o := byID["toolu_a4"]; !o.Ran || !o.Failed || o.Outcome != "Exit code 1" || o.ToolName != "Bash" {
+		t.Errorf("a call that ran and failed: %+v", o)
+	}
+	if o := byID["toolu_a2"]; !o.Ran || o.Failed || o.Seen != "in.txt\nlog.txt" {
+		t.Errorf("a call that ran: %+v", o)
+	}
+	if o := byID["toolu_r3"]; o.Ran || !strings.Contains(o.Seen, "hook error: NOPE") {
+		t.Errorf("a call a hook denied: %+v", o)
+	}
+	if p := tr.problems(); len(p) != 1 || !strings.Contains(p[0], outside) {
+		t.Errorf("problems: %q", p)
+	}
+}
