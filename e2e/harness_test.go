@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/claudecode"
 	"github.com/toolgate/toolgate/internal/proc"
 	"github.com/toolgate/toolgate/modelscript"
 	"github.com/toolgate/toolgate/supervisor"
@@ -222,9 +223,32 @@ func (w *world) start(a runArgs) (*exec.Cmd, *result, func(*exec.Cmd) result) {
 var transports = []string{supervisor.HookHTTP, supervisor.HookCommand}
 
 // forTransports runs test once for each hook transport, as a subtest.
+//
+// A release older than claudecode.TranscriptRanSince cannot tell run which
+// calls ran without PostToolUse hooks: there the http case checks that run
+// refuses --hook-transport http before claude starts (the default picks the
+// command), instead of gating through it.
 func forTransports(t *testing.T, test func(t *testing.T, transport string)) {
 	for _, tr := range transports {
-		t.Run(tr, func(t *testing.T) { test(t, tr) })
+		t.Run(tr, func(t *testing.T) {
+			if v, _ := claudecode.InstalledVersion(claudeBin); tr == supervisor.HookHTTP && !claudecode.AtLeast(v, claudecode.TranscriptRanSince) {
+				refusesHTTPHooks(t, v)
+				return
+			}
+			test(t, tr)
+		})
+	}
+}
+
+// refusesHTTPHooks checks that run refuses the http transport with this
+// release (exit 64, saying which release it needs), before claude starts.
+func refusesHTTPHooks(t *testing.T, version string) {
+	t.Helper()
+	w := newWorld(t)
+	r := w.run(runArgs{transport: supervisor.HookHTTP, policy: `{"version": 1, "default": "deny", "rules": []}`,
+		script: []modelscript.Step{step(bash("toolu_never", "touch never.txt"))}})
+	if r.code != 64 || !strings.Contains(r.stderr, "needs Claude Code "+claudecode.TranscriptRanSince) || len(r.model.ToolResults()) != 0 {
+		t.Fatalf("Claude Code %s with --hook-transport http: exit %d, want 64 before claude starts:\n%s", version, r.code, r.stderr)
 	}
 }
 

@@ -28,8 +28,9 @@ const (
 	HookCommand = "command"
 )
 
-// HookAuto picks HookHTTP, unless Claude Code's sandbox may be on: then
-// HookCommand (see hookTransport).
+// HookAuto picks HookHTTP, unless Claude Code's sandbox may be on, or the
+// claude executable is older than claudecode.TranscriptRanSince (or its
+// version cannot be told): then HookCommand (see hookTransport).
 const HookAuto = "auto"
 
 // hookTransport is the transport a session uses. Claude Code sends http
@@ -43,9 +44,13 @@ func hookTransport(cfg RunConfig, level contain.Level) (string, error) {
 	if !sandbox {
 		sandbox, where = claudecode.SandboxEnabled(cfg.ClaudeArgs, cfg.Cwd, claudeDir(cfg))
 	}
+	// What ran comes from the transcript with http hooks: only a release
+	// whose transcript says so will do.
+	version, known := claudecode.InstalledVersion(cfg.Claude)
+	tells := known && claudecode.AtLeast(version, claudecode.TranscriptRanSince)
 	switch cfg.HookTransport {
 	case "", HookAuto:
-		if sandbox {
+		if sandbox || !tells {
 			return HookCommand, nil
 		}
 		return HookHTTP, nil
@@ -53,6 +58,14 @@ func hookTransport(cfg RunConfig, level contain.Level) (string, error) {
 		if sandbox {
 			return "", &claudecode.ArgsError{Msg: fmt.Sprintf("--hook-transport http cannot gate a session with Claude Code's sandbox on (%s): "+
 				"the sandbox's proxy refuses the hooks, and Claude Code lets a call through a hook that fails; use --hook-transport command", where)}
+		}
+		if !tells {
+			this := "its version cannot be told from where it is installed"
+			if known {
+				this = "this is " + version
+			}
+			return "", &claudecode.ArgsError{Msg: fmt.Sprintf("--hook-transport http needs Claude Code %s or later (%s): run learns which calls ran from the transcript, "+
+				"which says so only from that release on; use --hook-transport command (or auto)", claudecode.TranscriptRanSince, this)}
 		}
 		return HookHTTP, nil
 	case HookCommand:

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/claudecode"
 	"github.com/toolgate/toolgate/contain"
 )
 
@@ -155,19 +157,44 @@ func TestHookEndpointKeepsItsConnection(t *testing.T) {
 	}
 }
 
+// installedClaude installs an npm-style claude of version v (any, when "") under
+// dir and returns its .bin path.
+func installedClaude(t *testing.T, v string) string {
+	t.Helper()
+	dir := t.TempDir()
+	pkg := filepath.Join(dir, "node_modules", "@anthropic-ai", "claude-code")
+	os.MkdirAll(filepath.Join(pkg, "bin"), 0o755)
+	if v != "" {
+		os.WriteFile(filepath.Join(pkg, "package.json"), []byte(`{"name": "@anthropic-ai/claude-code", "version": "`+v+`"}`), 0o644)
+	}
+	os.WriteFile(filepath.Join(pkg, "bin", "claude.exe"), []byte("#!/bin/sh\n"), 0o755)
+	bin := filepath.Join(dir, "node_modules", ".bin", "claude")
+	os.MkdirAll(filepath.Dir(bin), 0o755)
+	os.Symlink("../@anthropic-ai/claude-code/bin/claude.exe", bin)
+	return bin
+}
+
 // http hooks are used only where Claude Code sends them to run's listener:
-// never with its sandbox on, whose proxy refuses them.
+// never with its sandbox on, whose proxy refuses them, and only with a
+// release whose transcript says which calls ran.
 func TestHookTransport(t *testing.T) {
 	cwd, claudeDir := t.TempDir(), t.TempDir()
 	sandboxed := contain.Level{Name: "landlock+sandbox"}
 	landlock := contain.Level{Name: "landlock"}
+	pinned, old, unknown := installedClaude(t, claudecode.PinnedVersion), installedClaude(t, "2.1.150"), installedClaude(t, "")
 	tests := []struct {
 		asked    string
 		level    contain.Level
 		args     []string
 		userFile string
+		claude   string // pinned when ""
 		want     string // "" when refused
 	}{
+		{asked: HookAuto, level: landlock, claude: old, want: HookCommand},
+		{asked: HookHTTP, level: landlock, claude: old, want: ""},
+		{asked: HookAuto, level: landlock, claude: unknown, want: HookCommand},
+		{asked: HookHTTP, level: landlock, claude: unknown, want: ""},
+		{asked: HookCommand, level: landlock, claude: old, want: HookCommand},
 		{asked: "", level: landlock, want: HookHTTP},
 		{asked: HookAuto, level: landlock, want: HookHTTP},
 		{asked: HookAuto, level: sandboxed, want: HookCommand},
@@ -185,10 +212,11 @@ func TestHookTransport(t *testing.T) {
 		if tt.userFile != "" {
 			os.WriteFile(filepath.Join(claudeDir, "settings.json"), []byte(tt.userFile), 0o600)
 		}
-		cfg := RunConfig{HookTransport: tt.asked, ClaudeArgs: tt.args, Cwd: cwd, Env: []string{"CLAUDE_CONFIG_DIR=" + claudeDir}}
+		claude := cmp.Or(tt.claude, pinned)
+		cfg := RunConfig{HookTransport: tt.asked, Claude: claude, ClaudeArgs: tt.args, Cwd: cwd, Env: []string{"CLAUDE_CONFIG_DIR=" + claudeDir}}
 		got, err := hookTransport(cfg, tt.level)
 		if got != tt.want || (err != nil) != (tt.want == "") {
-			t.Errorf("%q %s %q user %q: %q %v, want %q", tt.asked, tt.level.Name, tt.args, tt.userFile, got, err, tt.want)
+			t.Errorf("%q %s %q user %q claude %s: %q %v, want %q", tt.asked, tt.level.Name, tt.args, tt.userFile, claude, got, err, tt.want)
 		}
 	}
 }

@@ -52,7 +52,8 @@ every event instead, as installed sessions do (slower: Claude Code starts a
 process for each of four events a call). auto, the default, is http, except
 where Claude Code's sandbox is on (--containment strict, or a settings file
 that enables it): the sandbox sends http hooks through its proxy, which refuses
-them, so there it is command, and http is refused.
+them, so there it is command, and http is refused. The same with a Claude Code
+older than 2.1.332, whose transcript does not say which calls ran.
 
 --on-ask says what an ask does: wait for a person (up to --approval-timeout),
 deny it at once (no_approver), or defer it: the approval is recorded and shown
@@ -99,7 +100,7 @@ EXIT STATUS
 			&cli.StringFlag{Name: "on-ask", Usage: "wait (for a person), deny (unattended), or defer (end the run; toolgate resume goes on once a person decided)", EnvVars: []string{"TOOLGATE_ON_ASK"}, Value: api.OnAskWait},
 			&cli.StringFlag{Name: "claude", Usage: "the claude executable", EnvVars: []string{"TOOLGATE_CLAUDE"}, Value: "claude"},
 			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
-			&cli.StringFlag{Name: "hook-transport", Usage: "auto (http, or command where Claude Code's sandbox is on), http (run's loopback listener) or command (toolgate-hook, spawned for each event)", EnvVars: []string{"TOOLGATE_HOOK_TRANSPORT"}, Value: supervisor.HookAuto},
+			&cli.StringFlag{Name: "hook-transport", Usage: "auto (http, or command where Claude Code's sandbox is on or the CLI is older than 2.1.332), http (run's loopback listener) or command (toolgate-hook, spawned for each event)", EnvVars: []string{"TOOLGATE_HOOK_TRANSPORT"}, Value: supervisor.HookAuto},
 			&cli.DurationFlag{Name: "mcp-timeout", Usage: "how long each MCP server may take to list its tools before claude starts", EnvVars: []string{"TOOLGATE_MCP_TIMEOUT"}, Value: supervisor.DefaultDiscoveryTimeout},
 			&cli.DurationFlag{Name: "mcp-cache", Usage: "how long an MCP server's listed tools are kept, by its configuration (0: list them on every run)", EnvVars: []string{"TOOLGATE_MCP_CACHE"}, Value: 24 * time.Hour},
 			&cli.BoolFlag{Name: "allow-other-hooks", Usage: "run even when Claude Code's settings have PreToolUse or PermissionRequest hooks of their own (one that allows may change the input that runs)"},
