@@ -258,6 +258,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	var following sync.WaitGroup
 	go r.gate.watch(watchCtx)
+	go r.watchSettings(watchCtx)
 	if r.transcripts != nil {
 		following.Go(func() { r.transcripts.follow(watchCtx) })
 	}

@@ -1,14 +1,17 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/claudecode"
 )
 
 // Claude Code merges its settings from several layers, and some of what
@@ -44,6 +47,12 @@ func settingsLayers(claudeDir, cwd string) []string {
 // or PermissionRequest hook. settingsArgs are the values of the user's own
 // --settings (a file, or JSON).
 func checkSettings(files, settingsArgs []string, otherHooks bool) error {
+	return checkLayers(files, settingsArgs, otherHooks, true)
+}
+
+// checkLayers is checkSettings; disable says whether disableAllHooks is
+// refused too (run's --settings layer pins it off once claude runs).
+func checkLayers(files, settingsArgs []string, otherHooks, disable bool) error {
 	type layer struct{ name, doc string }
 	var layers []layer
 	for _, f := range files {
@@ -64,7 +73,7 @@ func checkSettings(files, settingsArgs []string, otherHooks bool) error {
 		}
 	}
 	for _, l := range layers {
-		if gjson.Get(l.doc, "disableAllHooks").Bool() {
+		if disable && gjson.Get(l.doc, "disableAllHooks").Bool() {
 			return &SettingsError{File: l.name, Problem: "sets disableAllHooks, which switches toolgate's hook off too",
 				Fix: "remove disableAllHooks from it (if you did not put it there, something else did: see what changed it)"}
 		}
@@ -83,6 +92,50 @@ func checkSettings(files, settingsArgs []string, otherHooks bool) error {
 		}
 	}
 	return nil
+}
+
+// settingsPoll is how often run checks the settings layers again while
+// claude runs.
+const settingsPoll = 100 * time.Millisecond
+
+// settingsChanged checks the settings layers again: Claude Code reads them
+// again when they change, and the model's code can write them (a layer
+// the model adds a PreToolUse hook to may allow a call with another input
+// than the one toolgate decided, and run checked them only before claude
+// started).
+func (r *runner) settingsChanged() error {
+	if r.cfg.AllowOtherHooks {
+		return nil
+	}
+	// disableAllHooks is not refused here: run's own --settings layer pins
+	// it off (and the other keys that would fail the hooks).
+	err := checkLayers(settingsLayers(claudeDir(r.cfg), r.cfg.Cwd), claudecode.SettingsArgs(r.cfg.ClaudeArgs), false, false)
+	var se *SettingsError
+	if errors.As(err, &se) {
+		return fmt.Errorf("a settings layer changed during the session: %s %s", se.File, se.Problem)
+	}
+	return nil
+}
+
+// watchSettings stops the session as soon as a settings layer would take
+// calls around the gate, until ctx ends. With http hooks the hook endpoint
+// also checks on every call, before it answers; with command hooks this
+// poll is all there is, and a call in the moment between the write and the
+// poll is not covered.
+func (r *runner) watchSettings(ctx context.Context) {
+	tick := time.NewTicker(settingsPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := r.settingsChanged(); err != nil {
+			r.stopSession(err)
+			return
+		}
+	}
 }
 
 func clip(s string, n int) string {
