@@ -239,3 +239,35 @@ func TestAttackPruneTheAuditFromInside(t *testing.T) {
 		t.Errorf("the first session's calls are gone from the audit")
 	}
 }
+
+// Review of issue 16: the model's code puts a FIFO where the hook endpoint
+// spools the calls it denies without the daemon (its path is in the
+// model's environment, $TOOLGATE_SPOOL), then proposes a Read so large
+// that the daemon may fail on it: if the endpoint denies it locally, the
+// spool's open blocks, the hook never answers, and Claude Code lets the
+// Read through at the hook's timeout. (Claude Code refuses a Read path of
+// over 4096 characters itself; what the FIFO does block is run's finish,
+// and the daemon's spool ingestion at its start and at a session's end.)
+func TestAttackSpoolFIFO(t *testing.T) {
+	w := newWorld(t)
+	w.writeFile("secret.txt", "THE-SECRET-CONTENT")
+	policy := `{"version": 1, "default": "allow", "rules": [
+	  {"id": "deny-secret", "effect": "deny", "tool": "Read", "input": {"file_path": {"const": "secret.txt"}}, "reason_code": "secret_file"}]}`
+	huge := w.project + strings.Repeat("/.", 3<<20) + "/secret.txt"
+	r := w.run(runArgs{policy: policy, transport: "http", script: []modelscript.Step{
+		step(bash("toolu_rv16_fifo", `rm -f "$TOOLGATE_SPOOL"; mkfifo "$TOOLGATE_SPOOL" && ls -l "$TOOLGATE_SPOOL"`)),
+		step(modelscript.ToolUse{ID: "toolu_rv16_huge", Name: "Read", Input: map[string]string{"file_path": huge}}),
+	}})
+	t.Logf("the fifo: %s", r.saw(t, "toolu_rv16_fifo").Text)
+	res := r.saw(t, "toolu_rv16_huge")
+	t.Logf("the Read: %.300s", res.Text)
+	if strings.Contains(res.Text, "THE-SECRET-CONTENT") {
+		t.Errorf("the Read the policy denies ran (exit %d)", r.code)
+	}
+	// Found: run's finish opens the spool to count its denials, and the
+	// open of a FIFO no one writes blocks for ever: run never exits nor
+	// writes its report (the harness kills it at its timeout: -1).
+	if r.code == -1 || r.report.SessionID == "" {
+		t.Errorf("toolgate run hung on the FIFO at the spool's path (exit %d, no report)", r.code)
+	}
+}
