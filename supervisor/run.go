@@ -218,7 +218,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	if r.cfg.HookTransport == HookHTTP {
 		r.transcripts = newTranscripts(r.client, r.session, claudeDir(r.cfg))
 		r.transcripts.undecided = func(ids []string) {
-			r.stopSession(fmt.Errorf("calls ran that no hook proposed to the gate (%s): Claude Code's hooks do not reach it", strings.Join(ids, ", ")))
+			r.stopSession(fmt.Errorf("claude's transcript says calls ran that the gate did not allow (%s): Claude Code's hooks do not reach it, or its transcript was written by something else", strings.Join(ids, ", ")))
 		}
 		host.Handle(hookPath, &hookServer{r: r, authorized: host.Authorized, deadline: HookDeadline, transcript: r.transcripts.add})
 	}
