@@ -223,7 +223,7 @@ func addAHookMidSession(t *testing.T, variant string) {
 			}},
 		}
 		r := w.run(runArgs{transport: transport, policy: attackPolicy, script: script, claudeArgs: []string{"--debug-file", debug}})
-		if !strings.Contains(r.saw(t, "toolu_rv16_addhook").Text, "wrote the hook") {
+		if res, ok := r.model.ToolResults()["toolu_rv16_addhook"]; (!ok && r.code != 69) || (ok && !strings.Contains(res.Text, "wrote the hook")) {
 			t.Fatalf("the script did not write the hook: the test is too weak")
 		}
 		if reloads() <= before && r.code != 69 {
