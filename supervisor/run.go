@@ -84,7 +84,7 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if err := claudecode.CheckArgs(cfg.ClaudeArgs); err != nil {
 		return Report{}, err
 	}
-	if err := checkSettings(settingsLayers(claudeDir(cfg), cfg.Cwd), claudecode.SettingsArgs(cfg.ClaudeArgs), cfg.AllowOtherHooks); err != nil {
+	if err := checkSettings(settingsLayers(claudeDir(cfg), cfg.Cwd), claudecode.SettingsArgs(cfg.ClaudeArgs), cfg.AllowOtherHooks, cfg.Hook, cfg.Cwd); err != nil {
 		return Report{}, err
 	}
 	if cfg.ReportPath != "" {

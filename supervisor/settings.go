@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/install"
 )
 
 // Claude Code merges its settings from several layers, and some of what
@@ -46,13 +48,16 @@ func settingsLayers(claudeDir, cwd string) []string {
 // any layer's disableAllHooks, and, unless otherHooks, another PreToolUse
 // or PermissionRequest hook. settingsArgs are the values of the user's own
 // --settings (a file, or JSON).
-func checkSettings(files, settingsArgs []string, otherHooks bool) error {
-	return checkLayers(files, settingsArgs, otherHooks, true)
+// hook is the toolgate-hook executable, and project claude's project
+// directory: a hook is toolgate's only if it runs that very file (a command that merely names toolgate-hook, or runs
+// another program of that name, is not).
+func checkSettings(files, settingsArgs []string, otherHooks bool, hook, project string) error {
+	return checkLayers(files, settingsArgs, otherHooks, true, hook, project)
 }
 
 // checkLayers is checkSettings; disable says whether disableAllHooks is
 // refused too (run's --settings layer pins it off once claude runs).
-func checkLayers(files, settingsArgs []string, otherHooks, disable bool) error {
+func checkLayers(files, settingsArgs []string, otherHooks, disable bool, hook, project string) error {
 	type layer struct{ name, doc string }
 	var layers []layer
 	for _, f := range files {
@@ -83,7 +88,7 @@ func checkLayers(files, settingsArgs []string, otherHooks, disable bool) error {
 		for _, event := range []string{"PreToolUse", "PermissionRequest"} {
 			for _, group := range gjson.Get(l.doc, "hooks."+event).Array() {
 				for _, h := range group.Get("hooks").Array() {
-					if cmd := h.Get("command").String(); !strings.Contains(cmd, "toolgate-hook") {
+					if cmd := h.Get("command").String(); !runsHook(cmd, hook, project) {
 						return &SettingsError{File: l.name, Problem: fmt.Sprintf("has a %s hook of its own (%q): a hook that allows may give Claude Code another input to run than the one toolgate decided", event, clip(cmd, 80)),
 							Fix: "take it out, or run with --allow-other-hooks if you trust it"}
 					}
@@ -109,7 +114,7 @@ func (r *runner) settingsChanged() error {
 	}
 	// disableAllHooks is not refused here: run's own --settings layer pins
 	// it off (and the other keys that would fail the hooks).
-	err := checkLayers(settingsLayers(claudeDir(r.cfg), r.cfg.Cwd), claudecode.SettingsArgs(r.cfg.ClaudeArgs), false, false)
+	err := checkLayers(settingsLayers(claudeDir(r.cfg), r.cfg.Cwd), claudecode.SettingsArgs(r.cfg.ClaudeArgs), false, false, r.cfg.Hook, r.cfg.Cwd)
 	var se *SettingsError
 	if errors.As(err, &se) {
 		return fmt.Errorf("a settings layer changed during the session: %s %s", se.File, se.Problem)
@@ -136,6 +141,28 @@ func (r *runner) watchSettings(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// runsHook reports whether a hook command runs the toolgate-hook
+// executable hook, as the shell would read it (a simple command: program
+// and arguments, past leading assignments and exec; $CLAUDE_PROJECT_DIR is
+// project). A bare name is looked up on PATH, as the shell will.
+func runsHook(command, hook, project string) bool {
+	program, _, err := install.Parse(command, project)
+	if err != nil || hook == "" || filepath.Base(program) != install.HookName {
+		return false
+	}
+	if !strings.Contains(program, "/") {
+		if program, err = exec.LookPath(program); err != nil {
+			return false
+		}
+	}
+	if !filepath.IsAbs(program) {
+		program = filepath.Join(project, program)
+	}
+	a, errA := os.Stat(program)
+	b, errB := os.Stat(hook)
+	return errA == nil && errB == nil && os.SameFile(a, b)
 }
 
 func clip(s string, n int) string {
