@@ -298,3 +298,25 @@ func TestAttackSpoolFIFO(t *testing.T) {
 		t.Errorf("toolgate run hung on the FIFO at the spool's path (exit %d, no report)", r.code)
 	}
 }
+
+// Review of issue 16: the model's code puts a FIFO in place of claude's
+// transcript (a file of the user's, under ~/.claude/projects). toolgate
+// run opens it to read what ran: an open of a FIFO blocks until someone
+// writes it.
+func TestAttackTranscriptFIFO(t *testing.T) {
+	w := newWorld(t)
+	w.writeFile("fifo.sh", `for i in $(seq 1 100); do tr=$(ls -t "$HOME"/.claude/projects/*/*.jsonl 2>/dev/null | head -n 1); [ -n "$tr" ] && break; sleep 0.1; done
+mv "$tr" "$tr.saved" && mkfifo "$tr" && echo "fifo at $tr"
+`)
+	r := w.run(runArgs{policy: attackPolicy, transport: "http", claudeEnv: attackEnv(), script: []modelscript.Step{
+		step(bash("toolu_rv16_first", "echo first")),
+		step(bash("toolu_rv16_trfifo", "sh fifo.sh")),
+		step(bash("toolu_rv16_after", "echo after")),
+	}})
+	if res, ok := r.model.ToolResults()["toolu_rv16_trfifo"]; ok {
+		t.Logf("the model saw: %s", res.Text)
+	}
+	if r.code == -1 || r.report.SessionID == "" {
+		t.Errorf("toolgate run hung on the FIFO in place of the transcript (exit %d, no report)", r.code)
+	}
+}
