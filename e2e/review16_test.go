@@ -307,6 +307,9 @@ func TestAttackTranscriptFIFO(t *testing.T) {
 	w := newWorld(t)
 	w.writeFile("fifo.sh", `for i in $(seq 1 100); do tr=$(ls -t "$HOME"/.claude/projects/*/*.jsonl 2>/dev/null | head -n 1); [ -n "$tr" ] && break; sleep 0.1; done
 mv "$tr" "$tr.saved" && mkfifo "$tr" && echo "fifo at $tr"
+# Claude Code writes the transcript too, and would wait for a reader: one
+# drains it while claude runs.
+setsid sh -c 'while [ -p "$0" ]; do cat "$0" > /dev/null; done' "$tr" > /dev/null 2>&1 < /dev/null &
 `)
 	r := w.run(runArgs{policy: attackPolicy, transport: "http", claudeEnv: attackEnv(), script: []modelscript.Step{
 		step(bash("toolu_rv16_first", "echo first")),
