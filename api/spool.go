@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -34,9 +36,9 @@ func AppendSpool(path string, l SpoolLine) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := openSpool(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
 	if errors.Is(err, fs.ErrNotExist) && os.MkdirAll(filepath.Dir(path), 0o700) == nil {
-		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600) // no daemon ever ran here
+		f, err = openSpool(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE) // no daemon ever ran here
 	}
 	if err != nil {
 		return err
@@ -48,10 +50,27 @@ func AppendSpool(path string, l SpoolLine) error {
 	return err
 }
 
+// openSpool opens a spool file, which must be a regular file: the spool
+// directory is the user's, so the model's code can put a FIFO there (whose
+// open would block the hook endpoint until Claude Code's timeout lets the
+// call through, and toolgate run and the daemon for ever) or a symbolic
+// link to another file. It never blocks and never follows a link.
+func openSpool(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("spool file %s is not a regular file", path)
+	}
+	return f, nil
+}
+
 // ReadSpool reads a spool file; a line that is not a SpoolLine with a
 // tool_use_id is skipped. A missing file is no lines.
 func ReadSpool(path string) ([]SpoolLine, error) {
-	f, err := os.Open(path)
+	f, err := openSpool(path, os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

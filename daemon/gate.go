@@ -259,6 +259,12 @@ func (g *gate) outcomes(ctx context.Context, s *gateSession, outcomes []api.Outc
 		if r.Duplicate {
 			g.log.Error("a tool_use_id ran twice", "tool_use_id", r.ToolUseID, "session", s.rec.ID)
 		}
+		if r.Denied {
+			// Not the gate's word: run stops the session, as for a call
+			// never proposed.
+			undecided = append(undecided, r.ToolUseID)
+			g.log.Error("the transcript says a call the gate denied ran", "tool_use_id", r.ToolUseID, "session", s.rec.ID)
+		}
 	}
 	return undecided, err
 }

@@ -17,6 +17,12 @@ type OutcomeResult struct {
 	// Duplicate: the call had run before; this execution is recorded in
 	// the audit as a duplicate.
 	Duplicate bool
+	// Denied: the call ran although the gate denied it. Claude Code never
+	// runs a call a hook denies, so either the gate's answer did not reach
+	// it or the transcript says what did not happen (the model's code can
+	// write it): either way the session cannot be trusted. The execution is
+	// recorded, as the transcript says.
+	Denied bool
 }
 
 // RecordOutcomes records what became of calls of one session once they
@@ -64,6 +70,9 @@ func recordOutcome(t *tx, sessionID string, o api.Outcome) (OutcomeResult, error
 		r.Undecided = true
 	}
 	events := 0
+	if o.Ran && found && c.Effect == api.EffectDeny {
+		r.Denied = true
+	}
 	if o.Ran {
 		c.Executions++
 		kind := KindCallExecuted

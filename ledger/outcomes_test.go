@@ -25,7 +25,7 @@ func TestRecordOutcomes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(results) != "[{toolu_ran false false} {toolu_denied false false} {toolu_ran false false} {toolu_ghost true false} {toolu_unknown false false}]" {
+	if fmt.Sprint(results) != "[{toolu_ran false false false} {toolu_denied false false false} {toolu_ran false false false} {toolu_ghost true false false} {toolu_unknown false false false}]" {
 		t.Errorf("results %v", results)
 	}
 	ran, _ := l.Call(ctx, "toolu_ran")

@@ -176,6 +176,12 @@ func (h *hookServer) decide(ctx context.Context, raw []byte) (v api.Verdict, def
 	if name := ev.Get("hook_event_name").Str; name != api.PreToolUse {
 		return h.localDeny(raw, fmt.Errorf("unexpected hook event %q", name)), false
 	}
+	if err := h.r.settingsChanged(); err != nil {
+		// Another hook may be answering allow with another input beside
+		// this one: deny beats it, and the session stops.
+		h.r.stopSession(err)
+		return h.localDeny(raw, err), false
+	}
 	if p := ev.Get("transcript_path").Str; p != "" && h.transcript != nil {
 		h.transcript(p)
 	}

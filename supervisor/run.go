@@ -84,7 +84,7 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if err := claudecode.CheckArgs(cfg.ClaudeArgs); err != nil {
 		return Report{}, err
 	}
-	if err := checkSettings(settingsLayers(claudeDir(cfg), cfg.Cwd), claudecode.SettingsArgs(cfg.ClaudeArgs), cfg.AllowOtherHooks); err != nil {
+	if err := checkSettings(settingsLayers(claudeDir(cfg), cfg.Cwd), claudecode.SettingsArgs(cfg.ClaudeArgs), cfg.AllowOtherHooks, cfg.Hook, cfg.Cwd); err != nil {
 		return Report{}, err
 	}
 	if cfg.ReportPath != "" {
@@ -218,7 +218,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	if r.cfg.HookTransport == HookHTTP {
 		r.transcripts = newTranscripts(r.client, r.session, claudeDir(r.cfg))
 		r.transcripts.undecided = func(ids []string) {
-			r.stopSession(fmt.Errorf("calls ran that no hook proposed to the gate (%s): Claude Code's hooks do not reach it", strings.Join(ids, ", ")))
+			r.stopSession(fmt.Errorf("claude's transcript says calls ran that the gate did not allow (%s): Claude Code's hooks do not reach it, or its transcript was written by something else", strings.Join(ids, ", ")))
 		}
 		host.Handle(hookPath, &hookServer{r: r, authorized: host.Authorized, deadline: HookDeadline, transcript: r.transcripts.add})
 	}
@@ -258,6 +258,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	var following sync.WaitGroup
 	go r.gate.watch(watchCtx)
+	go r.watchSettings(watchCtx)
 	if r.transcripts != nil {
 		following.Go(func() { r.transcripts.follow(watchCtx) })
 	}

@@ -1,14 +1,19 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/install"
 )
 
 // Claude Code merges its settings from several layers, and some of what
@@ -43,7 +48,16 @@ func settingsLayers(claudeDir, cwd string) []string {
 // any layer's disableAllHooks, and, unless otherHooks, another PreToolUse
 // or PermissionRequest hook. settingsArgs are the values of the user's own
 // --settings (a file, or JSON).
-func checkSettings(files, settingsArgs []string, otherHooks bool) error {
+// hook is the toolgate-hook executable, and project claude's project
+// directory: a hook is toolgate's only if it runs that very file (a command that merely names toolgate-hook, or runs
+// another program of that name, is not).
+func checkSettings(files, settingsArgs []string, otherHooks bool, hook, project string) error {
+	return checkLayers(files, settingsArgs, otherHooks, true, hook, project)
+}
+
+// checkLayers is checkSettings; disable says whether disableAllHooks is
+// refused too (run's --settings layer pins it off once claude runs).
+func checkLayers(files, settingsArgs []string, otherHooks, disable bool, hook, project string) error {
 	type layer struct{ name, doc string }
 	var layers []layer
 	for _, f := range files {
@@ -64,7 +78,7 @@ func checkSettings(files, settingsArgs []string, otherHooks bool) error {
 		}
 	}
 	for _, l := range layers {
-		if gjson.Get(l.doc, "disableAllHooks").Bool() {
+		if disable && gjson.Get(l.doc, "disableAllHooks").Bool() {
 			return &SettingsError{File: l.name, Problem: "sets disableAllHooks, which switches toolgate's hook off too",
 				Fix: "remove disableAllHooks from it (if you did not put it there, something else did: see what changed it)"}
 		}
@@ -74,7 +88,7 @@ func checkSettings(files, settingsArgs []string, otherHooks bool) error {
 		for _, event := range []string{"PreToolUse", "PermissionRequest"} {
 			for _, group := range gjson.Get(l.doc, "hooks."+event).Array() {
 				for _, h := range group.Get("hooks").Array() {
-					if cmd := h.Get("command").String(); !strings.Contains(cmd, "toolgate-hook") {
+					if cmd := h.Get("command").String(); !runsHook(cmd, hook, project) {
 						return &SettingsError{File: l.name, Problem: fmt.Sprintf("has a %s hook of its own (%q): a hook that allows may give Claude Code another input to run than the one toolgate decided", event, clip(cmd, 80)),
 							Fix: "take it out, or run with --allow-other-hooks if you trust it"}
 					}
@@ -83,6 +97,72 @@ func checkSettings(files, settingsArgs []string, otherHooks bool) error {
 		}
 	}
 	return nil
+}
+
+// settingsPoll is how often run checks the settings layers again while
+// claude runs.
+const settingsPoll = 100 * time.Millisecond
+
+// settingsChanged checks the settings layers again: Claude Code reads them
+// again when they change, and the model's code can write them (a layer
+// the model adds a PreToolUse hook to may allow a call with another input
+// than the one toolgate decided, and run checked them only before claude
+// started).
+func (r *runner) settingsChanged() error {
+	if r.cfg.AllowOtherHooks {
+		return nil
+	}
+	// disableAllHooks is not refused here: run's own --settings layer pins
+	// it off (and the other keys that would fail the hooks).
+	err := checkLayers(settingsLayers(claudeDir(r.cfg), r.cfg.Cwd), claudecode.SettingsArgs(r.cfg.ClaudeArgs), false, false, r.cfg.Hook, r.cfg.Cwd)
+	var se *SettingsError
+	if errors.As(err, &se) {
+		return fmt.Errorf("a settings layer changed during the session: %s %s", se.File, se.Problem)
+	}
+	return nil
+}
+
+// watchSettings stops the session as soon as a settings layer would take
+// calls around the gate, until ctx ends. With http hooks the hook endpoint
+// also checks on every call, before it answers; with command hooks this
+// poll is all there is, and a call in the moment between the write and the
+// poll is not covered.
+func (r *runner) watchSettings(ctx context.Context) {
+	tick := time.NewTicker(settingsPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := r.settingsChanged(); err != nil {
+			r.stopSession(err)
+			return
+		}
+	}
+}
+
+// runsHook reports whether a hook command runs the toolgate-hook
+// executable hook, as the shell would read it (a simple command: program
+// and arguments, past leading assignments and exec; $CLAUDE_PROJECT_DIR is
+// project). A bare name is looked up on PATH, as the shell will.
+func runsHook(command, hook, project string) bool {
+	program, _, err := install.Parse(command, project)
+	if err != nil || hook == "" || filepath.Base(program) != install.HookName {
+		return false
+	}
+	if !strings.Contains(program, "/") {
+		if program, err = exec.LookPath(program); err != nil {
+			return false
+		}
+	}
+	if !filepath.IsAbs(program) {
+		program = filepath.Join(project, program)
+	}
+	a, errA := os.Stat(program)
+	b, errB := os.Stat(hook)
+	return errA == nil && errB == nil && os.SameFile(a, b)
 }
 
 func clip(s string, n int) string {

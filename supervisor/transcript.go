@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/toolgate/toolgate/api"
@@ -134,7 +135,9 @@ func (t *transcripts) problems() []string {
 
 // read reads the complete lines added to the file since the last read.
 func (f *transcriptFile) read(path string, each func(claudecode.ToolResult)) error {
-	fh, err := os.Open(path)
+	// Never block: the transcript is a file of the user's, and the model's
+	// code can put a FIFO in its place (whose open waits for a writer).
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if os.IsNotExist(err) {
 		return nil // not written yet
 	}
@@ -142,6 +145,9 @@ func (f *transcriptFile) read(path string, each func(claudecode.ToolResult)) err
 		return err
 	}
 	defer fh.Close()
+	if st, err := fh.Stat(); err != nil || !st.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file")
+	}
 	if _, err := fh.Seek(f.off, io.SeekStart); err != nil {
 		return err
 	}
