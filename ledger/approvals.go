@@ -106,16 +106,9 @@ func (l *Ledger) CreateApproval(ctx context.Context, toolUseID string, r Approva
 // longer pending fails with a *TerminalError; one whose expires_at has
 // passed is expired first, so a late approve never allows.
 func (l *Ledger) Resolve(ctx context.Context, d api.Decision) (api.Approval, api.Decision, error) {
-	status := api.StatusApproved
-	switch d.Decision {
-	case api.EffectAllow:
-	case api.EffectDeny:
-		status = api.StatusDenied
-	default:
-		return api.Approval{}, api.Decision{}, fmt.Errorf("resolve: decision must be allow or deny, not %q", d.Decision)
-	}
-	if d.Actor == "" || d.ReasonCode == "" {
-		return api.Approval{}, api.Decision{}, fmt.Errorf("resolve: actor and reason_code are required")
+	status, err := decidedStatus("resolve", d)
+	if err != nil {
+		return api.Approval{}, api.Decision{}, err
 	}
 	return l.decideApproval(ctx, d.ApprovalID, func(t *tx, a api.Approval) (api.Approval, api.Decision, error) {
 		if !t.Now().Before(a.ExpiresAt) {
@@ -129,6 +122,23 @@ func (l *Ledger) Resolve(ctx context.Context, d api.Decision) (api.Approval, api
 	})
 }
 
+// decidedStatus is the status a person's decision d moves an approval to;
+// op names the caller in the error of a decision that is not one.
+func decidedStatus(op string, d api.Decision) (string, error) {
+	status := api.StatusApproved
+	switch d.Decision {
+	case api.EffectAllow:
+	case api.EffectDeny:
+		status = api.StatusDenied
+	default:
+		return "", fmt.Errorf("%s: decision must be allow or deny, not %q", op, d.Decision)
+	}
+	if d.Actor == "" || d.ReasonCode == "" {
+		return "", fmt.Errorf("%s: actor and reason_code are required", op)
+	}
+	return status, nil
+}
+
 // Arbitrated records a decision that a fleet's arbiter (Postgres) made on
 // a pending approval, as Resolve does, except for the deadline: the
 // arbiter refused to decide after expires_at by its own clock, and a
@@ -136,16 +146,9 @@ func (l *Ledger) Resolve(ctx context.Context, d api.Decision) (api.Approval, api
 // moment after its own clock passed expires_at (the host asks the arbiter
 // before it expires an approval, so the two never both decide).
 func (l *Ledger) Arbitrated(ctx context.Context, d api.Decision) (api.Approval, api.Decision, error) {
-	status := api.StatusApproved
-	switch d.Decision {
-	case api.EffectAllow:
-	case api.EffectDeny:
-		status = api.StatusDenied
-	default:
-		return api.Approval{}, api.Decision{}, fmt.Errorf("arbitrated: decision must be allow or deny, not %q", d.Decision)
-	}
-	if d.Actor == "" || d.ReasonCode == "" {
-		return api.Approval{}, api.Decision{}, fmt.Errorf("arbitrated: actor and reason_code are required")
+	status, err := decidedStatus("arbitrated", d)
+	if err != nil {
+		return api.Approval{}, api.Decision{}, err
 	}
 	return l.decideApproval(ctx, d.ApprovalID, func(t *tx, a api.Approval) (api.Approval, api.Decision, error) {
 		return settle(t, a, status, d)
