@@ -11,7 +11,6 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // The client speaks HTTP/1.1 over the daemon's Unix socket itself, one
@@ -177,29 +176,6 @@ func (c *Client) closeIdle() {
 
 // CloseIdle closes the connections a KeepAlive client keeps.
 func (c *Client) CloseIdle() { c.closeIdle() }
-
-// peerOf reads the credentials of the process at the other end of conn.
-func peerOf(conn net.Conn) (Peer, error) {
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
-		return Peer{}, errors.New("not a Unix socket")
-	}
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return Peer{}, err
-	}
-	var cred *syscall.Ucred
-	cerr := raw.Control(func(fd uintptr) {
-		cred, err = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	})
-	if cerr != nil {
-		return Peer{}, cerr
-	}
-	if err != nil {
-		return Peer{}, fmt.Errorf("peer credentials: %w", err)
-	}
-	return Peer{PID: int(cred.Pid), UID: int(cred.Uid)}, nil
-}
 
 // Peer returns the credentials of the process listening on the socket.
 func (c *Client) Peer(ctx context.Context) (Peer, error) {
