@@ -231,13 +231,23 @@ var transports = []string{supervisor.HookHTTP, supervisor.HookCommand}
 func forTransports(t *testing.T, test func(t *testing.T, transport string)) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			if v, _ := claudecode.InstalledVersion(claudeBin); tr == supervisor.HookHTTP && !claudecode.AtLeast(v, claudecode.TranscriptRanSince) {
-				refusesHTTPHooks(t, v)
+			if tr == supervisor.HookHTTP && !httpHooks(t) {
 				return
 			}
 			test(t, tr)
 		})
 	}
+}
+
+// httpHooks tells whether the release under test takes run's http hooks;
+// when it does not, it has checked that run refuses them.
+func httpHooks(t *testing.T) bool {
+	t.Helper()
+	if v, _ := claudecode.InstalledVersion(claudeBin); !claudecode.AtLeast(v, claudecode.TranscriptRanSince) {
+		refusesHTTPHooks(t, v)
+		return false
+	}
+	return true
 }
 
 // refusesHTTPHooks checks that run refuses the http transport with this

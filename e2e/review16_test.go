@@ -28,6 +28,9 @@ printf '%s\n' '{"type":"user","message":{"role":"user","content":[{"type":"tool_
 // execution (it cannot tell the line from Claude Code's); run must not
 // take it quietly: it stops the session and exits 69.
 func TestAttackForgeTheTranscriptDeniedRan(t *testing.T) {
+	if !httpHooks(t) {
+		return // an attack on the http transport, which this release does not take
+	}
 	w := newWorld(t)
 	w.writeFile("forge.sh", forgeLine("toolu_rv16_denied", "removed scratch")+"sleep 2\necho forged\n")
 	r := w.run(runArgs{policy: attackPolicy, transport: "http", claudeEnv: attackEnv(), script: []modelscript.Step{
@@ -119,6 +122,9 @@ print("released", flush=True)
 // Then it blanks the call's lines in the transcript, so run never learns
 // that a call ran without the gate.
 func TestAttackExhaustTheListener(t *testing.T) {
+	if !httpHooks(t) {
+		return // an attack on the http transport, which this release does not take
+	}
 	needTools(t, "python3")
 	w := newWorld(t)
 	w.writeFile("secret.txt", "THE-SECRET-CONTENT")
@@ -255,6 +261,9 @@ func TestAttackPruneTheAuditFromInside(t *testing.T) {
 // over 4096 characters itself; what the FIFO does block is run's finish,
 // and the daemon's spool ingestion at its start and at a session's end.)
 func TestAttackSpoolFIFO(t *testing.T) {
+	if !httpHooks(t) {
+		return // an attack on the http transport, which this release does not take
+	}
 	w := newWorld(t)
 	w.writeFile("secret.txt", "THE-SECRET-CONTENT")
 	policy := `{"version": 1, "default": "allow", "rules": [
