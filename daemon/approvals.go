@@ -32,7 +32,7 @@ func (g *gate) ask(ctx context.Context, s *gateSession, c api.Call, v api.Verdic
 	}
 	n := 0
 	for _, a := range pending {
-		if a.SessionID == s.rec.ID {
+		if a.SessionID == s.id {
 			n++
 		}
 	}

@@ -362,7 +362,7 @@ func (d *Daemon) handleRegister(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	writeJSON(w, public(s.rec))
+	writeJSON(w, public(d.sessions.record(s)))
 }
 
 func (d *Daemon) handleSession(w http.ResponseWriter, r *http.Request) {
@@ -382,7 +382,7 @@ func (d *Daemon) handleEndSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec, err := d.gate.endSession(r.Context(), s.rec.ID, api.EndEnded)
+	rec, err := d.gate.endSession(r.Context(), s.id, api.EndEnded)
 	if err != nil {
 		d.fail(w, r, err)
 		return
@@ -404,13 +404,13 @@ func (d *Daemon) ownedSession(w http.ResponseWriter, r *http.Request, what strin
 		return nil, false
 	}
 	p, _ := peerFrom(r.Context())
-	if s.owns(p.PID) {
+	if d.sessions.owns(s, p.PID) {
 		return s, true
 	}
 	who := actorOf(p)
-	d.log.Warn("refused a request from a process that does not own the session", "session", s.rec.ID, "pid", p.PID, "exe", who.Exe, "what", what)
-	d.incident(r.Context(), s.rec.ID, api.Incident{What: "not_owner", PID: p.PID, Exe: who.Exe, Detail: what})
-	writeError(w, http.StatusForbidden, "not_owner", "only the toolgate run that started session "+s.rec.ID+" may "+what)
+	d.log.Warn("refused a request from a process that does not own the session", "session", s.id, "pid", p.PID, "exe", who.Exe, "what", what)
+	d.incident(r.Context(), s.id, api.Incident{What: "not_owner", PID: p.PID, Exe: who.Exe, Detail: what})
+	writeError(w, http.StatusForbidden, "not_owner", "only the toolgate run that started session "+s.id+" may "+what)
 	return nil, false
 }
 

@@ -110,12 +110,12 @@ func callOf(ev gjson.Result) (api.Call, error) {
 // transaction, and a proposal of a settled tool_use_id is recorded as a
 // repeat. (The prompt tool asks about calls their PreToolUse decided.)
 func (g *gate) decide(ctx context.Context, s *gateSession, c api.Call, fromHook bool) (api.Verdict, error) {
-	c.SessionID = s.rec.ID
+	c.SessionID = s.id
 	v := s.decider.In(c.Cwd).Evaluate(c.ToolName, c.Input)
 	stored, fresh, err := g.ledger.Record(ctx, c, v, fromHook)
 	switch {
 	case ledger.IsConflict(err):
-		g.log.Warn("tool_use_id proposed again with another input", "tool_use_id", c.ToolUseID, "session", s.rec.ID)
+		g.log.Warn("tool_use_id proposed again with another input", "tool_use_id", c.ToolUseID, "session", s.id)
 		v = api.Deny(api.ReasonToolUseIDConflict, api.SourceLedger)
 	case err != nil:
 		return api.Verdict{}, err
@@ -142,7 +142,7 @@ func (g *gate) decide(ctx context.Context, s *gateSession, c api.Call, fromHook 
 	if fromHook {
 		// The model sent this tool_use_id again: the audit and the report
 		// must show the second proposal and its answer.
-		if _, err := g.ledger.RecordRepeat(ctx, c.ToolUseID, s.rec.ID, v); err != nil {
+		if _, err := g.ledger.RecordRepeat(ctx, c.ToolUseID, s.id, v); err != nil {
 			return api.Verdict{}, err
 		}
 	}
@@ -189,11 +189,11 @@ func (g *gate) prompt(ctx context.Context, s *gateSession, c api.Call, caller in
 // never proposed.
 func (g *gate) notProposed(ctx context.Context, s *gateSession, c api.Call, caller int) (api.Verdict, error) {
 	v := api.Deny(api.ReasonNotProposed, api.SourceGate)
-	c.SessionID = s.rec.ID
+	c.SessionID = s.id
 	if _, _, err := g.ledger.Record(ctx, c, v, false); err != nil && !ledger.IsConflict(err) {
 		return api.Verdict{}, err
 	}
-	g.log.Warn("a permission prompt for a call the hook never proposed", "tool_use_id", c.ToolUseID, "session", s.rec.ID, "pid", caller)
+	g.log.Warn("a permission prompt for a call the hook never proposed", "tool_use_id", c.ToolUseID, "session", s.id, "pid", caller)
 	if err := g.ledger.RecordIncident(ctx, c.ToolUseID, api.Incident{What: api.ReasonNotProposed, PID: caller,
 		Detail: "permission_prompt for a call the hook never proposed"}); err != nil {
 		g.log.Error("record an incident", "err", err)
@@ -228,15 +228,15 @@ func (g *gate) executed(ctx context.Context, s *gateSession, ev gjson.Result, fa
 		if cerr != nil {
 			return cerr
 		}
-		c.SessionID = s.rec.ID
+		c.SessionID = s.id
 		if _, _, err := g.ledger.Propose(ctx, c); err != nil && !ledger.IsConflict(err) {
 			return err
 		}
-		g.log.Error("a call ran that the gate never decided", "tool_use_id", id, "session", s.rec.ID)
+		g.log.Error("a call ran that the gate never decided", "tool_use_id", id, "session", s.id)
 		_, err = g.ledger.RecordExecution(ctx, id, ledger.Execution{Failed: failed, Outcome: outcome})
 	}
 	if ledger.IsDuplicateExecution(err) {
-		g.log.Error("a tool_use_id ran twice", "tool_use_id", id, "session", s.rec.ID)
+		g.log.Error("a tool_use_id ran twice", "tool_use_id", id, "session", s.id)
 		return nil
 	}
 	return err
@@ -249,21 +249,21 @@ func (g *gate) outcomes(ctx context.Context, s *gateSession, outcomes []api.Outc
 	if len(outcomes) == 0 {
 		return nil, nil
 	}
-	results, err := g.ledger.RecordOutcomes(ctx, s.rec.ID, outcomes)
+	results, err := g.ledger.RecordOutcomes(ctx, s.id, outcomes)
 	var undecided []string
 	for _, r := range results {
 		if r.Undecided {
 			undecided = append(undecided, r.ToolUseID)
-			g.log.Error("a call ran that the gate never decided", "tool_use_id", r.ToolUseID, "session", s.rec.ID)
+			g.log.Error("a call ran that the gate never decided", "tool_use_id", r.ToolUseID, "session", s.id)
 		}
 		if r.Duplicate {
-			g.log.Error("a tool_use_id ran twice", "tool_use_id", r.ToolUseID, "session", s.rec.ID)
+			g.log.Error("a tool_use_id ran twice", "tool_use_id", r.ToolUseID, "session", s.id)
 		}
 		if r.Denied {
 			// Not the gate's word: run stops the session, as for a call
 			// never proposed.
 			undecided = append(undecided, r.ToolUseID)
-			g.log.Error("the transcript says a call the gate denied ran", "tool_use_id", r.ToolUseID, "session", s.rec.ID)
+			g.log.Error("the transcript says a call the gate denied ran", "tool_use_id", r.ToolUseID, "session", s.id)
 		}
 	}
 	return undecided, err

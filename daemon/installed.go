@@ -51,13 +51,17 @@ func (ss *sessions) installed(ctx context.Context, raw []byte, in api.InstalledH
 	defer ss.installMu.Unlock()
 	claude := claudeOf(callerPID, in.ClaudePID)
 	s, err := ss.get(ctx, id)
+	var rec api.Session
+	if err == nil {
+		rec = ss.record(s)
+	}
 	switch {
 	case err == nil && !s.settings.Installed:
 		return nil, fmt.Errorf("%w: session %s is a toolgate run session", errBadEvent, id)
-	case err == nil && s.rec.ClaudePID != claude && s.rec.EndedAt == nil && proc.Alive(s.rec.ClaudePID) &&
-		claudeRuns(s.rec.ClaudePID, id):
-		return nil, &notOwnerError{session: id, claude: s.rec.ClaudePID, caller: callerPID}
-	case err == nil && (s.rec.EndedAt != nil || s.rec.ClaudePID != claude):
+	case err == nil && rec.ClaudePID != claude && rec.EndedAt == nil && proc.Alive(rec.ClaudePID) &&
+		claudeRuns(rec.ClaudePID, id):
+		return nil, &notOwnerError{session: id, claude: rec.ClaudePID, caller: callerPID}
+	case err == nil && (rec.EndedAt != nil || rec.ClaudePID != claude):
 		return ss.reopen(ctx, s, claude, in, ev.Get("cwd").String())
 	case err == nil:
 		return s, nil
@@ -98,7 +102,7 @@ func (ss *sessions) reopen(ctx context.Context, s *gateSession, claude int, in a
 	if err != nil {
 		return nil, err
 	}
-	rec, err := ss.ledger.UpdateSession(ctx, s.rec.ID, func(r *api.Session) {
+	rec, err := ss.ledger.UpdateSession(ctx, s.id, func(r *api.Session) {
 		r.ClaudePID, r.EndedAt, r.EndReason = claude, nil, ""
 		r.PolicySHA256, r.PolicyVersion, r.Settings = p.SHA256, p.Version, raw
 	})
@@ -224,7 +228,7 @@ func (g *gate) permissionRequest(ctx context.Context, s *gateSession, ev gjson.R
 
 // claimAsk finds the call of a PermissionRequest and holds it.
 func (g *gate) claimAsk(ctx context.Context, s *gateSession, toolName string, input json.RawMessage) (api.Call, bool, error) {
-	calls, err := g.ledger.Calls(ctx, ledger.CallQuery{SessionID: s.rec.ID})
+	calls, err := g.ledger.Calls(ctx, ledger.CallQuery{SessionID: s.id})
 	if err != nil {
 		return api.Call{}, false, err
 	}
@@ -272,6 +276,6 @@ func (g *gate) sessionEnd(ctx context.Context, s *gateSession) error {
 	if !s.settings.Installed {
 		return nil // toolgate run ends its own
 	}
-	_, err := g.endSession(ctx, s.rec.ID, api.EndEnded)
+	_, err := g.endSession(ctx, s.id, api.EndEnded)
 	return err
 }

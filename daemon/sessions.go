@@ -53,7 +53,8 @@ func (st sessionSettings) alive(rec api.Session) bool {
 
 // gateSession is a session ready to decide calls.
 type gateSession struct {
-	rec      api.Session
+	id       string      // rec.ID, which never changes: read without the lock
+	rec      api.Session // replaced under sessions.mu (end, refresh): read it with record
 	settings sessionSettings
 	decider  *policy.Session
 }
@@ -114,7 +115,7 @@ func newGateSession(rec api.Session, settings sessionSettings, doc []byte) (*gat
 	}
 	decider := policy.NewSession(p, settings.Tools, rec.Cwd, settings.Home)
 	decider.Guard = settings.Guard
-	return &gateSession{rec: rec, settings: settings, decider: decider}, nil
+	return &gateSession{id: rec.ID, rec: rec, settings: settings, decider: decider}, nil
 }
 
 // register records a new session of toolgate run, owned by the process
@@ -259,6 +260,13 @@ func (ss *sessions) setClaudePID(ctx context.Context, id string, pid int) error 
 	return nil
 }
 
+// record is the session's record as it is now.
+func (ss *sessions) record(s *gateSession) api.Session {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return s.rec
+}
+
 // deferredCall is the call the session deferred, or "".
 func (ss *sessions) deferredCall(s *gateSession) string {
 	ss.mu.Lock()
@@ -268,7 +276,7 @@ func (ss *sessions) deferredCall(s *gateSession) string {
 
 // deferCall records that the session's run ends on this call's ask.
 func (ss *sessions) deferCall(ctx context.Context, s *gateSession, toolUseID, claudeSession string) error {
-	if _, err := ss.ledger.Defer(ctx, s.rec.ID, toolUseID, claudeSession); err != nil {
+	if _, err := ss.ledger.Defer(ctx, s.id, toolUseID, claudeSession); err != nil {
 		return err
 	}
 	return ss.refresh(ctx, s)
@@ -276,7 +284,7 @@ func (ss *sessions) deferCall(ctx context.Context, s *gateSession, toolUseID, cl
 
 // refresh reads a cached session's record again.
 func (ss *sessions) refresh(ctx context.Context, s *gateSession) error {
-	rec, err := ss.ledger.Session(ctx, s.rec.ID)
+	rec, err := ss.ledger.Session(ctx, s.id)
 	if err != nil {
 		return err
 	}
@@ -320,9 +328,10 @@ func (ss *sessions) contained() bool {
 // owns reports whether the process pid may end the session or name its
 // claude: the toolgate run that registered it, or, for a session of an
 // installed hook, a hook of the session's own claude.
-func (s *gateSession) owns(pid int) bool {
+func (ss *sessions) owns(s *gateSession, pid int) bool {
 	if s.settings.Installed {
-		return s.rec.ClaudePID > 0 && claudeOf(pid, s.rec.ClaudePID) == s.rec.ClaudePID
+		claude := ss.record(s).ClaudePID
+		return claude > 0 && claudeOf(pid, claude) == claude
 	}
 	return pid > 0 && pid == s.settings.OwnerPID
 }
