@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -45,7 +46,7 @@ func (g *trustedGate) connect(ctx context.Context) (*api.Client, error) {
 		return nil, err
 	}
 	if err := g.check(p); err != nil {
-		return nil, err
+		return nil, &untrustedError{err}
 	}
 	g.mu.Lock()
 	g.pid, g.where = p.PID, where
@@ -146,12 +147,31 @@ func (g *trustedGate) restart(ctx context.Context) bool {
 			return false
 		}
 	}
-	if _, err := g.connect(ctx); err != nil {
-		g.lose(fmt.Errorf("the daemon is gone and could not be restarted: %w", err))
-		return false
+	// A daemon killed a moment ago may still hold the ledger while the
+	// kernel tears it down: a start that fails is tried again, for a while;
+	// a process that is not the daemon loses the gate at once.
+	var err error
+	for deadline := time.Now().Add(stopGrace); ; time.Sleep(100 * time.Millisecond) {
+		if _, err = g.connect(ctx); err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false // this caller gave up (its call is denied); the gate is not lost for it
+		}
+		if errors.As(err, new(*untrustedError)) || time.Now().After(deadline) {
+			break
+		}
 	}
-	return true
+	g.lose(fmt.Errorf("the daemon is gone and could not be restarted: %w", err))
+	return false
 }
+
+// untrustedError is a process on the gate's socket that cannot be the
+// daemon run trusts.
+type untrustedError struct{ err error }
+
+func (e *untrustedError) Error() string { return e.err.Error() }
+func (e *untrustedError) Unwrap() error { return e.err }
 
 // stopGrace is how long a daemon that lives but does not answer may take
 // to stop: its shutdown lets requests in flight finish for up to 10 s.
