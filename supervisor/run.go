@@ -258,7 +258,11 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	var following sync.WaitGroup
 	go r.gate.watch(watchCtx)
-	go r.watchSettings(watchCtx)
+	if r.cfg.HookTransport == HookCommand {
+		// http hooks check the layers at every verdict (hookServer); only
+		// the command hook, which run does not answer, needs the poll.
+		go r.watchSettings(watchCtx)
+	}
 	if r.transcripts != nil {
 		following.Go(func() { r.transcripts.follow(watchCtx) })
 	}

@@ -123,10 +123,10 @@ func (r *runner) settingsChanged() error {
 }
 
 // watchSettings stops the session as soon as a settings layer would take
-// calls around the gate, until ctx ends. With http hooks the hook endpoint
-// also checks on every call, before it answers; with command hooks this
-// poll is all there is, and a call in the moment between the write and the
-// poll is not covered.
+// calls around the gate, until ctx ends. It runs with command hooks only:
+// with http hooks the endpoint checks on every call, before it answers.
+// With command hooks this poll is all there is, and a call in the moment
+// between the write and the poll is not covered.
 func (r *runner) watchSettings(ctx context.Context) {
 	tick := time.NewTicker(settingsPoll)
 	defer tick.Stop()
