@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,9 +36,13 @@ func TestReviewInstalledSessionEndedByAStranger(t *testing.T) {
 	script := `echo '{"sessionId":"` + sid + `"}' > "$HOME/.claude/sessions/$$.json"
 body=$(printf '%s' "$0" | sed "s/\"claude_pid\":-1/\"claude_pid\":$$/")
 curl -s -o /dev/null -w '%{http_code}\n' --unix-socket "$1" -H "` + api.HeaderProtocol + `: ` + strconv.Itoa(api.ProtocolVersion) + `" -d "$body" http://toolgate/v1/hook
-exec sleep 60`
+sleep 60`
+	// No exec at the end: a process in the middle of exec has no environ to
+	// read for a moment, and the daemon reads this one's right after the
+	// "200" (a real claude does not exec). Its group is killed at the end.
 	claude := exec.Command("sh", "-c", script, string(event), p.Socket())
 	claude.Env = append(os.Environ(), "HOME="+home)
+	claude.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := claude.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +50,7 @@ exec sleep 60`
 	if err := claude.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { claude.Process.Kill(); claude.Wait() })
+	t.Cleanup(func() { syscall.Kill(-claude.Process.Pid, syscall.SIGKILL); claude.Wait() })
 	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "200" {
 		t.Fatalf("the victim's first event: %q", line)
 	}
