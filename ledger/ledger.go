@@ -78,9 +78,10 @@ func (l *Ledger) read(key string, v any) error { return l.store.Read(key, v) }
 // CompactStats says what a compaction did.
 type CompactStats = store.CompactStats
 
-// Compact packs the ledger's files: every value written again densely,
-// the versions no longer current dropped, and the value-log files mostly
-// made of them rewritten. It runs beside writes.
+// Compact gives back the disk of what is no longer current (versions
+// written over, what was deleted or pruned): it writes what is current
+// into new files and removes the old ones. It runs beside writes, which
+// wait only while what changed meanwhile is copied.
 func (l *Ledger) Compact(ctx context.Context) (CompactStats, error) { return l.store.Compact(ctx) }
 
 // DiskUsage is the disk space the files of a ledger in dir take.

@@ -17,10 +17,10 @@ func auditPruneCommand() *cli.Command {
 		ArgsUsage: " ",
 		Description: `Removes from the ledger the audit events recorded before --before, and the
 sessions that ended before it with their calls, approvals, decisions and
-write-backs; then asks Badger to compact its files (which, so far, gives
-little disk back; the line "ledger files" says what it did). Sessions still
-running, or
-ended since, stay whole.
+write-backs; then compacts the ledger: what is current is written into new
+files, and the old ones are removed (the line "ledger files" says what it gave
+back; calls wait only while what changed meanwhile is copied). Sessions still
+running, or ended since, stay whole.
 
 The chain that remains still verifies: the last event removed becomes its
 base, whose hash the first remaining event carries, and the prune itself is

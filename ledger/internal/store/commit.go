@@ -275,7 +275,7 @@ func (s *Store) write(encoded []change) {
 	if len(encoded) == 0 {
 		return
 	}
-	err := s.db.Update(func(txn *badger.Txn) error { return setAll(txn, encoded) })
+	err := s.db().Update(func(txn *badger.Txn) error { return setAll(txn, encoded) })
 	if errors.Is(err, badger.ErrTxnTooBig) {
 		err = s.writeBatch(encoded) // not atomic to readers; the journal has it whole
 	}
@@ -300,7 +300,7 @@ func setAll(txn *badger.Txn, changes []change) error {
 }
 
 func (s *Store) writeBatch(changes []change) error {
-	wb := s.db.NewWriteBatch()
+	wb := s.db().NewWriteBatch()
 	defer wb.Cancel()
 	for _, c := range changes {
 		var err error
@@ -346,7 +346,7 @@ func (s *Store) checkpoint(size int64) error {
 	// synced and the journal used again: the second stage may still be
 	// applying the ones made durable before this one.
 	s.overlay.readable()
-	if err := syncBadger(s.dir); err != nil {
+	if err := syncBadger(s.cur.Load().dir); err != nil {
 		return err
 	}
 	s.sinceCheckpoint = 0
@@ -411,7 +411,7 @@ type Tx struct {
 // newTx is a transaction for the next batch: Badger as applied, under the
 // batches staged but not yet applied.
 func (s *Store) newTx() *Tx {
-	pending, txn := s.overlay.view(s.db)
+	pending, txn := s.overlay.view(s.db())
 	return &Tx{txn: txn, pending: pending, now: s.now().UTC(), index: map[string]int{}}
 }
 

@@ -1,92 +1,342 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/ristretto/v2/z"
 )
 
 // Compaction. Badger keeps every value in its value log, and a value
 // written again (a call once decided, then run) or deleted (pruned) leaves
-// its old version there. Compact has Badger drop from its tables the
-// versions no longer current (Flatten) and rewrite the value-log files
-// mostly made of them (value-log GC). It runs beside writes.
+// its old version there until its value-log GC rewrites the file, which it
+// does only for files its own compactions found mostly stale: in a ledger
+// whose keys fit in one level of its tree that never happens, and nothing
+// a prune removed was given back.
 //
-// Badger's value-log GC writes the values it moves without syncing them
-// and then deletes the old file: a crash of the machine in between would
-// lose them, and the journal does not hold them (they were written long
-// ago). So Compact holds an iterator open while GC runs (Badger then only
-// marks the old files for deletion), syncs Badger's files, and only then
-// lets the files go.
+// So Compact writes what is current into a new Badger beside the old one
+// and makes it the store's:
 //
-// It does not give much back yet. Flatten compacts only when the tree's
-// tables are in more than one level, and the value-log GC picks the files
-// to rewrite by the discard statistics that compactions keep; in a ledger
-// whose keys fit in one level (at least up to the 40,000 values of 1 KB
-// of TestCompactKeepsWhatIsCurrent) neither happens, and the value log
-// keeps the stale versions until Badger compacts on its own. What keeps a
-// ledger's disk small today is compression (codec.go) and events stored
-// without their prev_hash. Reclaiming the space of what prune deletes
-// needs a compaction that does not depend on Badger's statistics (a
-// rewrite of the live values into new files).
+//  1. Beside writes, it streams every current value at one moment into a
+//     new Badger in the subdirectory db-<n> of the store, which Badger's
+//     StreamWriter lays out as tables and value logs holding nothing else.
+//  2. It holds the committer (writes wait in its queue, none fails), lets
+//     every acknowledged batch reach Badger, and copies into the new Badger
+//     every key changed since the moment of step 1, as it is now: set or
+//     deleted. It closes the new Badger, which syncs it.
+//  3. It names the new Badger in the file CURRENT (written whole, then
+//     renamed: the switch is atomic), opens it, starts the journal's next
+//     generation (everything it held is in both Badgers) and lets the
+//     committer go on.
+//  4. It retires the old Badger once the readers still in it are done
+//     (view), and removes its files.
+//
+// No open Badger's directory is ever renamed: Badger keeps making files
+// in it by name. A store made before compaction existed has its Badger in
+// the store's directory itself, without CURRENT; its first compaction
+// moves it to db-1. A crash at any point leaves CURRENT naming a whole
+// Badger; Open removes the others (removeRetired). Writes wait for steps 2
+// and 3 only: a copy of what changed while step 1 ran, and an open.
+
+// testHookCompact, when set, is called at each step of a compaction
+// (tests take the store's files as a crash would leave them there).
+var testHookCompact func(step string)
+
+func compactStep(step string) {
+	if testHookCompact != nil {
+		testHookCompact(step)
+	}
+}
 
 // CompactStats says what a compaction did.
 type CompactStats struct {
-	Before     int64 `json:"bytes_before"` // bytes of the store's files before
-	After      int64 `json:"bytes_after"`  // and after
-	ValueFiles int   `json:"value_files_rewritten"`
+	Before int64 `json:"bytes_before"` // bytes of the store's files before
+	After  int64 `json:"bytes_after"`  // and after
 }
 
-// Compact packs the store (see above).
+// currentFile names the subdirectory that holds the store's Badger.
+const currentFile = "CURRENT"
+
+// badgerDir is where the Badger of the store in dir is.
+func badgerDir(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, currentFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return dir, nil // made before compaction existed
+	}
+	if err != nil {
+		return "", err
+	}
+	name := strings.TrimSpace(string(b))
+	if _, ok := generation(name); !ok {
+		return "", fmt.Errorf("%s names %q, not a store's Badger: restore it from a backup", filepath.Join(dir, currentFile), name)
+	}
+	return filepath.Join(dir, name), nil
+}
+
+// generation is n of a Badger's subdirectory db-<n>.
+func generation(name string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(name, "db-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(rest, 10, 64)
+	return n, err == nil && n > 0 && strconv.FormatUint(n, 10) == rest
+}
+
+// Compact rewrites the store with only what is current (see above). It
+// runs one at a time; a store in memory has nothing to give back.
 func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
+	s.compacting.Lock()
+	defer s.compacting.Unlock()
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return CompactStats{}, ErrClosed
+	}
 	st := CompactStats{Before: dirSize(s.dir)}
-	s.overlay.readable()
-	if err := s.db.Flatten(1); err != nil {
+	if s.journal == nil {
+		st.After = st.Before
+		return st, nil
+	}
+	if err := s.brokenErr(); err != nil {
+		return st, err
+	}
+	// The new Badger needs room for what is current, and the old one's
+	// writes their margin meanwhile.
+	if err := s.checkSpace(); err != nil {
 		return st, fmt.Errorf("compact: %w", err)
 	}
-	var err error
-	if st.ValueFiles, err = s.valueLogGC(ctx); err != nil {
+	old := s.cur.Load()
+	n, _ := generation(filepath.Base(old.dir))
+	next := filepath.Join(s.dir, "db-"+strconv.FormatUint(n+1, 10))
+	if err := os.RemoveAll(next); err != nil {
+		return st, fmt.Errorf("compact: %w", err)
+	}
+	since, err := s.copyCurrent(ctx, old.db, next)
+	if err == nil {
+		compactStep("copied")
+		err = s.replace(next, since)
+	}
+	if err != nil {
+		if s.cur.Load() == old {
+			os.RemoveAll(next)
+		}
 		return st, err
+	}
+	compactStep("replaced")
+	old.mu.Lock() // the readers still in it are done; later ones take the new
+	if err := old.db.Close(); err != nil {
+		slogAdapter{s.opts.Logger}.Warningf("compact: close the old store: %v", err)
+	}
+	if err := removeRetired(s.dir, s.cur.Load().dir); err != nil {
+		slogAdapter{s.opts.Logger}.Warningf("compact: remove the old store: %v", err)
 	}
 	st.After = dirSize(s.dir)
 	return st, nil
 }
 
-// valueLogGC rewrites the value-log files that are mostly versions no
-// longer current, and removes the old files once what was moved out of
-// them is synced.
-func (s *Store) valueLogGC(ctx context.Context) (int, error) {
-	txn := s.db.NewTransaction(false)
-	it := txn.NewIterator(badger.IteratorOptions{}) // holds the old files until the sync
-	n := 0
-	var err error
-	for ctx.Err() == nil {
-		if err = s.db.RunValueLogGC(0.5); err != nil {
-			break
-		}
-		n++
+// copyCurrent is step 1: every current value of db into a new Badger in
+// next. It returns a version from before the copy's moment: every key
+// changed after it is copied again in step 2.
+func (s *Store) copyCurrent(ctx context.Context, db *badger.DB, next string) (since uint64, err error) {
+	txn := db.NewTransaction(false)
+	since = txn.ReadTs() // the stream's transactions start after this one
+	txn.Discard()
+	ndb, err := badger.Open(badgerOptions(next, s.opts))
+	if err != nil {
+		return 0, fmt.Errorf("compact: %w", err)
 	}
-	if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrGCInMemoryMode) {
-		err = nil
-	}
-	if n > 0 && s.journal != nil {
-		if serr := syncBadger(s.dir); serr != nil && err == nil {
-			err = serr
+	defer func() {
+		if cerr := ndb.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("compact: %w", cerr)
 		}
+	}()
+	sw := ndb.NewStreamWriter()
+	if err := sw.Prepare(); err != nil {
+		return 0, fmt.Errorf("compact: %w", err)
+	}
+	stream := db.NewStream()
+	stream.LogPrefix = "ledger compaction"
+	stream.NumGo = 2
+	stream.Send = func(buf *z.Buffer) error { return sw.Write(buf) }
+	if err := stream.Orchestrate(ctx); err != nil {
+		sw.Cancel()
+		return 0, fmt.Errorf("compact: %w", err)
+	}
+	if err := sw.Flush(); err != nil {
+		return 0, fmt.Errorf("compact: %w", err)
+	}
+	return since, nil
+}
+
+// replace is steps 2 and 3. Once CURRENT names the new Badger it is the
+// store's: a failure after that stops the store until it is opened again.
+func (s *Store) replace(next string, since uint64) error {
+	s.leading.Lock()
+	defer s.leading.Unlock()
+	s.overlay.drained() // the second stage is idle: every batch is in Badger
+	if err := s.brokenErr(); err != nil {
+		return err
+	}
+	if err := copySince(s.db(), next, since, s.opts); err != nil {
+		return err
+	}
+	if err := syncBadger(next); err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	compactStep("caught up")
+	if err := writeCurrent(s.dir, filepath.Base(next)); err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	compactStep("switched")
+	fail := func(err error) error {
+		err = fmt.Errorf("compact: %w", err)
+		s.setBroken(fmt.Errorf("the ledger stopped during a compaction (%v); restart toolgate serve", err))
+		return err
+	}
+	db, err := openBadger(next, s.opts)
+	if err != nil {
+		return fail(err)
+	}
+	// What the journal holds is in both Badgers: the next batch starts
+	// the next generation. (Applied again after a crash, it would only
+	// set keys to what they are.)
+	if err := s.journal.recycle(s.journal.gen + 1); err != nil {
+		db.Close()
+		return fail(err)
+	}
+	s.sinceCheckpoint = 0
+	s.cur.Store(&handle{db: db, dir: next})
+	return nil
+}
+
+// copySince is step 2: every key of db changed after since, as it is now,
+// into the new Badger in next.
+func copySince(db *badger.DB, next string, since uint64, opts Options) (err error) {
+	ndb, err := badger.Open(badgerOptions(next, opts))
+	if err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	defer func() {
+		if cerr := ndb.Close(); cerr != nil && err == nil { // Close syncs it
+			err = fmt.Errorf("compact: %w", cerr)
+		}
+	}()
+	wb := ndb.NewWriteBatch()
+	defer wb.Cancel()
+	err = db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{AllVersions: true, SinceTs: since})
+		defer it.Close()
+		var last []byte
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			if last != nil && bytes.Equal(item.Key(), last) {
+				continue // an older version of the key just copied
+			}
+			last = item.KeyCopy(last[:0])
+			if item.IsDeletedOrExpired() {
+				if err := wb.Delete(item.KeyCopy(nil)); err != nil {
+					return err
+				}
+				continue
+			}
+			val, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if err := wb.Set(item.KeyCopy(nil), val); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = wb.Flush()
 	}
 	if err != nil {
-		// Keep the old files: closing the iterator would delete them
-		// before what was moved out of them is known to be on disk.
-		return n, fmt.Errorf("compact: value-log GC: %w", err)
+		return fmt.Errorf("compact: copy what changed meanwhile: %w", err)
 	}
-	it.Close()
-	txn.Discard()
-	return n, nil
+	return nil
+}
+
+// writeCurrent makes CURRENT name the Badger in the subdirectory name,
+// durably and at once: a crash leaves the old name or the new.
+func writeCurrent(dir, name string) error {
+	tmp := filepath.Join(dir, currentFile+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(name + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, currentFile))
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	return err
+}
+
+// removeRetired removes from the store in dir every Badger but the one in
+// current: the subdirectories db-<n> of other generations (a compaction
+// that did not finish, or one replaced), and Badger's files in dir itself
+// once its Badger moved to a subdirectory.
+func removeRetired(dir, current string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		p := filepath.Join(dir, name)
+		switch {
+		case p == current:
+		case e.IsDir():
+			if _, ok := generation(name); ok {
+				if err := os.RemoveAll(p); err != nil {
+					return err
+				}
+			}
+		case current != dir && isBadgerFile(name):
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, currentFile+".tmp")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// isBadgerFile reports whether name is one of the files Badger makes in
+// its directory.
+func isBadgerFile(name string) bool {
+	switch name {
+	case "MANIFEST", "DISCARD", "KEYREGISTRY", "LOCK":
+		return true
+	}
+	for _, ext := range []string{".sst", ".vlog", ".mem"} {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return strings.HasPrefix(name, "MANIFEST") || strings.HasPrefix(name, "KEYREGISTRY")
 }
 
 // dirSize is the disk space the files in dir take (allocated blocks, as

@@ -3,20 +3,32 @@ package store
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
 )
 
-// Compaction keeps what is current: after every value was written twice
-// (the first versions fill whole value-log files) and some deleted, and
-// with one value stored before compression existed (plain JSON), the
-// current values read back the same after Compact, and after a reopen
-// too. A large compressible value is stored compressed. (What Compact gave
-// back is logged, not asserted: at this size it is nothing, see
-// compact.go.)
+// randomValue is about 1 KB that S2 cannot shrink.
+func randomValue() string {
+	b := make([]byte, 760)
+	rand.Read(b)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// Compaction keeps what is current and gives back the rest: after every
+// value was written twice (the first versions fill whole value-log files)
+// and some deleted, and with one value stored before compression existed
+// (plain JSON), the current values read back the same after Compact, and
+// after a reopen too, and the store takes at most two thirds of its disk
+// before (the first versions were half of it). A large compressible value
+// is stored compressed.
 func TestCompactKeepsWhatIsCurrent(t *testing.T) {
 	s, dir := openTest(t)
 	const n, chunk = 40000, 200 // 1 KB values: two generations of about 44 MB
@@ -25,9 +37,7 @@ func TestCompactKeepsWhatIsCurrent(t *testing.T) {
 		if i == 2 {
 			return strings.Repeat("a compressible value; ", 50)
 		}
-		b := make([]byte, 760)
-		rand.Read(b)
-		return base64.StdEncoding.EncodeToString(b) // S2 cannot shrink it
+		return randomValue()
 	}
 	for range 2 {
 		for from := 0; from < n; from += chunk {
@@ -52,7 +62,7 @@ func TestCompactKeepsWhatIsCurrent(t *testing.T) {
 	}
 	old := `"` + strings.Repeat("stored before compression ", 20) + `"`
 	s.overlay.readable()
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("old/1"), []byte(old)) }); err != nil {
+	if err := s.db().Update(func(txn *badger.Txn) error { return txn.Set([]byte("old/1"), []byte(old)) }); err != nil {
 		t.Fatal(err)
 	}
 	check := func(s *Store, when string) {
@@ -76,8 +86,11 @@ func TestCompactKeepsWhatIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("compact: %+v", st)
+	if st.After > st.Before*2/3 || st.After != DiskUsage(dir) {
+		t.Errorf("compact gave back too little: %d bytes before, %d after (%d on disk)", st.Before, st.After, DiskUsage(dir))
+	}
 	check(s, "after Compact")
-	err = s.db.View(func(txn *badger.Txn) error {
+	err = s.view(func(txn *badger.Txn) error {
 		item, err := txn.Get([]byte("v/00002"))
 		if err != nil {
 			return err
@@ -100,4 +113,198 @@ func TestCompactKeepsWhatIsCurrent(t *testing.T) {
 	}
 	defer reopened.Close()
 	check(reopened, "after a reopen")
+}
+
+// state is what a test wrote and was acknowledged: each key's value, ""
+// for deleted.
+type state struct {
+	mu   sync.Mutex
+	vals map[string]string
+}
+
+func (st *state) write(t testing.TB, s *Store, key, val string) {
+	t.Helper()
+	_, err := Write(ctx, s, func(tx *Tx) (struct{}, error) {
+		if val == "" {
+			return struct{}{}, tx.Delete(key)
+		}
+		return struct{}{}, tx.Put(key, val)
+	})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	st.mu.Lock()
+	st.vals[key] = val
+	st.mu.Unlock()
+}
+
+// check reads every key the test wrote from s.
+func (st *state) check(t testing.TB, s *Store, when string) {
+	t.Helper()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for key, want := range st.vals {
+		var got string
+		err := s.Read(key, &got)
+		if want == "" && !errors.Is(err, ErrNotFound) || want != "" && (err != nil || got != want) {
+			t.Fatalf("%s: %s reads %.20q %v, want %.20q", when, key, got, err, want)
+		}
+	}
+}
+
+// A compaction runs beside writers, a deleter and readers that nest a
+// read in a scan, twice over: every write acknowledged before, during and
+// after it reads back as it was written, deleted keys stay deleted, and so
+// after a reopen. Run it with -race.
+func TestCompactBesideWritesAndReads(t *testing.T) {
+	s, dir := openTest(t)
+	st := &state{vals: map[string]string{}}
+	for i := range 3000 {
+		st.write(t, s, fmt.Sprintf("k/%05d", i), randomValue())
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 3 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				st.write(t, s, fmt.Sprintf("w%d/%06d", w, i), randomValue())
+				st.write(t, s, fmt.Sprintf("k/%05d", (i*7+w)%3000), randomValue()) // a newer version
+				if i%5 == 0 {
+					st.write(t, s, fmt.Sprintf("k/%05d", (i*11+w)%3000), "") // deleted
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n := 0
+			err := s.Scan(ctx, "k/", "k/", func(key, _ []byte) error {
+				if n++; n%500 == 0 {
+					var v string
+					if err := s.Read("k/00000", &v); err != nil && !errors.Is(err, ErrNotFound) {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	for range 2 {
+		if _, err := s.Compact(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	st.check(t, s, "after two compactions beside writes")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reopened, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	st.check(t, reopened, "after a reopen")
+	if got := badgers(t, dir); len(got) != 1 || got[0] != "db-2" {
+		t.Errorf("the store's Badgers after two compactions: %v, want db-2 alone", got)
+	}
+}
+
+// badgers lists where the store in dir has Badger files: "." for its own
+// directory, and its subdirectories db-<n>.
+func badgers(t testing.TB, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.Name() == "MANIFEST" {
+			out = append(out, ".")
+		} else if _, ok := generation(e.Name()); ok && e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// A crash at any step of a compaction, from the store's own directory
+// (made before compaction existed) and then from a subdirectory, leaves a
+// store that opens with everything acknowledged, the writes made while
+// the first step ran among them, and one Badger. The crash is a copy of
+// the store's files taken at the step.
+func TestCompactCrashAtEachStep(t *testing.T) {
+	s, dir := openTest(t)
+	st := &state{vals: map[string]string{}}
+	for i := range 2000 {
+		st.write(t, s, fmt.Sprintf("k/%05d", i), randomValue())
+	}
+	for i := range 1000 {
+		st.write(t, s, fmt.Sprintf("k/%05d", i), randomValue())
+	}
+	type image struct {
+		step, dir string
+		vals      map[string]string
+	}
+	var images []image
+	round := 0
+	testHookCompact = func(step string) {
+		if step == "copied" {
+			// Writes while the first step ran: the second copies them.
+			st.write(t, s, fmt.Sprintf("k/%05d", 1), "")
+			st.write(t, s, fmt.Sprintf("k/%05d", 2), "rewritten in round "+fmt.Sprint(round))
+			st.write(t, s, fmt.Sprintf("new/%d", round), randomValue())
+		}
+		img := filepath.Join(t.TempDir(), "crash")
+		if out, err := exec.Command("cp", "-a", dir, img).CombinedOutput(); err != nil {
+			t.Fatalf("copy the store at %q: %v %s", step, err, out)
+		}
+		st.mu.Lock()
+		vals := make(map[string]string, len(st.vals))
+		for k, v := range st.vals {
+			vals[k] = v
+		}
+		st.mu.Unlock()
+		images = append(images, image{fmt.Sprintf("round %d, %s", round, step), img, vals})
+	}
+	defer func() { testHookCompact = nil }()
+	for round = 1; round <= 2; round++ {
+		if _, err := s.Compact(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testHookCompact = nil
+	if len(images) != 8 {
+		t.Fatalf("%d steps seen, want 4 a compaction", len(images))
+	}
+	for _, img := range images {
+		c, err := Open(img.dir, Options{})
+		if err != nil {
+			t.Fatalf("%s: open: %v", img.step, err)
+		}
+		(&state{vals: img.vals}).check(t, c, img.step)
+		if got := badgers(t, img.dir); len(got) != 1 {
+			t.Errorf("%s: the store has Badgers in %v, want one", img.step, got)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

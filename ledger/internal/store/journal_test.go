@@ -23,7 +23,7 @@ func abandon(t *testing.T, s *Store) {
 	close(s.ops)
 	s.mu.Unlock()
 	<-s.done
-	if err := s.db.Close(); err != nil {
+	if err := s.db().Close(); err != nil {
 		t.Fatal(err)
 	}
 	s.journal.close()

@@ -80,6 +80,19 @@ func (o *overlay) readable() {
 	}
 }
 
+// drained waits until every batch staged so far is in Badger (or
+// failed): with the first stage held, the second is idle then.
+func (o *overlay) drained() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.caught == nil {
+		o.caught = sync.NewCond(&o.mu)
+	}
+	for want := o.next; o.last < want; {
+		o.caught.Wait()
+	}
+}
+
 // view is what the next batch reads: the staged batches a transaction
 // opened now may not see, and that transaction. A batch applied after the
 // transaction was opened stays in the view: the overlay gives the same

@@ -13,7 +13,7 @@ import (
 // before it is).
 func (s *Store) Read(key string, v any) error {
 	s.overlay.readable()
-	return s.db.View(func(txn *badger.Txn) error {
+	return s.view(func(txn *badger.Txn) error {
 		found, err := getValue(txn, key, v)
 		if err == nil && !found {
 			err = fmt.Errorf("%s: %w", key, ErrNotFound)
@@ -26,7 +26,7 @@ func (s *Store) Read(key string, v any) error {
 func (s *Store) ReadRaw(key string) ([]byte, error) {
 	s.overlay.readable()
 	var out []byte
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		item, err := txn.Get([]byte(key))
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return fmt.Errorf("%s: %w", key, ErrNotFound)
@@ -56,7 +56,7 @@ func iteratorOptions(prefix string, values bool) badger.IteratorOptions {
 // is returned.
 func (s *Store) Scan(ctx context.Context, prefix, start string, fn func(key, val []byte) error) error {
 	s.overlay.readable()
-	return s.db.View(func(txn *badger.Txn) error {
+	return s.view(func(txn *badger.Txn) error {
 		it := txn.NewIterator(iteratorOptions(prefix, true))
 		defer it.Close()
 		for it.Seek([]byte(start)); it.ValidForPrefix([]byte(prefix)); it.Next() {

@@ -24,6 +24,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,7 +68,8 @@ var ErrNotFound = errors.New("not found")
 
 // Store is an open store. Its methods are safe for concurrent use.
 type Store struct {
-	db       *badger.DB
+	cur      atomic.Pointer[handle] // the open Badger, replaced by Compact
+	opts     Options
 	dir      string
 	minFree  int64
 	now      func() time.Time
@@ -84,6 +87,8 @@ type Store struct {
 	done        chan struct{}
 	overlay
 
+	compacting sync.Mutex // one Compact at a time, and none once closed
+
 	brokenMu sync.Mutex
 	broken   error // a batch is in the journal but not in Badger: reopen to apply it
 
@@ -96,15 +101,28 @@ type Store struct {
 // directory: a second process opening it fails at once with a
 // *LockedError.
 func Open(dir string, opts Options) (*Store, error) {
-	db, err := badger.Open(badgerOptions(dir, opts))
-	if err != nil {
-		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
-			return nil, &LockedError{Dir: dir, Err: err}
+	bdir := dir
+	if !opts.InMemory {
+		dir = filepath.Clean(dir)
+		var err error
+		if bdir, err = badgerDir(dir); err != nil {
+			return nil, fmt.Errorf("open ledger: %w", err)
 		}
-		return nil, fmt.Errorf("open ledger: %w", err)
 	}
-	s := &Store{db: db, dir: dir, minFree: opts.MinFree, now: opts.Now, maxBatch: opts.MaxBatch,
+	db, err := openBadger(bdir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !opts.InMemory {
+		// Badger's lock is held: no other process uses what is removed.
+		if err := removeRetired(dir, bdir); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open ledger: remove a Badger a compaction left: %w", err)
+		}
+	}
+	s := &Store{opts: opts, dir: dir, minFree: opts.MinFree, now: opts.Now, maxBatch: opts.MaxBatch,
 		ops: make(chan *op, 1024), staged: make(chan *stagedBatch, 1), done: make(chan struct{})}
+	s.cur.Store(&handle{db: db, dir: bdir})
 	if s.minFree == 0 {
 		s.minFree = DefaultMinFree
 	}
@@ -118,7 +136,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.maxBatch = 256
 	}
 	if !opts.InMemory {
-		if s.journal, err = recoverJournal(db, dir); err != nil {
+		if s.journal, err = recoverJournal(db, dir, bdir); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open ledger: %w", err)
 		}
@@ -131,12 +149,12 @@ func Open(dir string, opts Options) (*Store, error) {
 // recoverJournal applies what the journals hold (batches a crash of the
 // machine may have kept from Badger), makes it durable, and goes on with
 // the newest journal as the next generation (or a new one).
-func recoverJournal(db *badger.DB, dir string) (*journal, error) {
+func recoverJournal(db *badger.DB, dir, bdir string) (*journal, error) {
 	gens, _, err := replay(db, dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := syncBadger(dir); err != nil {
+	if err := syncBadger(bdir); err != nil {
 		return nil, err
 	}
 	var j *journal
@@ -154,6 +172,47 @@ func recoverJournal(db *badger.DB, dir string) (*journal, error) {
 		return nil, err
 	}
 	return j, nil
+}
+
+// openBadger opens the Badger files in dir.
+func openBadger(dir string, opts Options) (*badger.DB, error) {
+	db, err := badger.Open(badgerOptions(dir, opts))
+	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return nil, &LockedError{Dir: dir, Err: err}
+		}
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	return db, nil
+}
+
+// handle is an open Badger. Readers outside the committer hold it shared
+// (acquire); a compaction that replaces it waits for them before closing
+// it.
+type handle struct {
+	db  *badger.DB
+	dir string // its files: the store's directory, or a subdirectory (compact.go)
+	mu  sync.RWMutex
+}
+
+// db is the open Badger, for the committer: a compaction replaces it only
+// while the committer is held.
+func (s *Store) db() *badger.DB { return s.cur.Load().db }
+
+// view runs fn in a read-only transaction of the open Badger, which a
+// compaction does not close under it. It never waits for a compaction: a
+// reader that finds the handle being retired takes the new one, so a
+// reader may nest another.
+func (s *Store) view(fn func(txn *badger.Txn) error) error {
+	for {
+		h := s.cur.Load()
+		if h.mu.TryRLock() {
+			defer h.mu.RUnlock()
+			return h.db.View(fn)
+		}
+		// Being retired: the compaction stored its successor first.
+		runtime.Gosched()
+	}
 }
 
 // LockedError is returned by Open when another process holds the store.
@@ -213,6 +272,8 @@ func (s *Store) Close() error {
 	close(s.ops)
 	s.mu.Unlock()
 	<-s.done
+	s.compacting.Lock() // a compaction under way finishes first
+	defer s.compacting.Unlock()
 	return s.closeDB()
 }
 
@@ -220,7 +281,7 @@ func (s *Store) Close() error {
 // then the journal, which is no longer needed unless a batch never
 // reached Badger.
 func (s *Store) closeDB() error {
-	if err := s.db.Close(); err != nil {
+	if err := s.db().Close(); err != nil {
 		return fmt.Errorf("close ledger: %w", err)
 	}
 	if s.journal == nil {
