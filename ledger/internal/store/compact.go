@@ -91,6 +91,39 @@ func generation(name string) (uint64, bool) {
 	return n, err == nil && n > 0 && strconv.FormatUint(n, 10) == rest
 }
 
+// autoCompactMin is the size under which a store is not compacted on its
+// own (a variable for tests).
+var autoCompactMin int64 = 64 << 20
+
+// compactIfGrown starts a compaction beside writes when the store's files
+// have doubled since the last one (or since it was opened), and take
+// autoCompactMin or more: versions written over (a call's record is
+// written again when it ran) are given back without a prune. A store that
+// only grows by what is current is compacted each time it doubles: the
+// cost of copying it stays a constant share of what was written. It is
+// checked at each checkpoint of the journal.
+func (s *Store) compactIfGrown() {
+	if s.opts.NoAutoCompact {
+		return
+	}
+	size := dirSize(s.dir)
+	if size < autoCompactMin || size < 2*s.compactedSize.Load() || !s.autoCompacting.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.autoCompacting.Store(false)
+		st, err := s.Compact(context.Background())
+		switch {
+		case errors.Is(err, ErrClosed):
+		case err != nil:
+			s.compactedSize.Store(st.Before) // not again before it doubles again
+			s.log().Warn("the ledger's compaction failed; it is tried again when the ledger has doubled", "err", err)
+		default:
+			s.log().Info("compacted the ledger", "bytes_before", st.Before, "bytes_after", st.After)
+		}
+	}()
+}
+
 // Compact rewrites the store with only what is current (see above). It
 // runs one at a time; a store in memory has nothing to give back.
 func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
@@ -135,12 +168,13 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 	compactStep("replaced")
 	old.mu.Lock() // the readers still in it are done; later ones take the new
 	if err := old.db.Close(); err != nil {
-		slogAdapter{s.opts.Logger}.Warningf("compact: close the old store: %v", err)
+		s.log().Warn("compact: close the old Badger", "err", err)
 	}
 	if err := removeRetired(s.dir, s.cur.Load().dir); err != nil {
-		slogAdapter{s.opts.Logger}.Warningf("compact: remove the old store: %v", err)
+		s.log().Warn("compact: remove the old Badger", "err", err)
 	}
 	st.After = dirSize(s.dir)
+	s.compactedSize.Store(st.After)
 	return st, nil
 }
 
@@ -183,7 +217,7 @@ func (s *Store) copyCurrent(ctx context.Context, db *badger.DB, next string) (si
 func (s *Store) replace(next string, since uint64) error {
 	s.leading.Lock()
 	defer s.leading.Unlock()
-	s.overlay.drained() // the second stage is idle: every batch is in Badger
+	s.overlay.drained() // the later stages are idle: every batch is in Badger
 	if err := s.brokenErr(); err != nil {
 		return err
 	}

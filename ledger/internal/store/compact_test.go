@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -307,4 +308,43 @@ func TestCompactCrashAtEachStep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// A store whose files doubled since it was opened compacts itself beside
+// writes: 30 MB of versions written over 500 keys come down to what is
+// current, and the writes made meanwhile are kept.
+func TestCompactsItselfWhenItDoubled(t *testing.T) {
+	defer func(min int64) { autoCompactMin = min }(autoCompactMin)
+	autoCompactMin = 4 << 20
+	compacted := make(chan struct{}, 16)
+	testHookCompact = func(step string) {
+		if step == "replaced" {
+			compacted <- struct{}{}
+		}
+	}
+	defer func() { testHookCompact = nil }()
+	s, dir := openTest(t)
+	st := &state{vals: map[string]string{}}
+	for i := range 30000 {
+		st.write(t, s, fmt.Sprintf("k/%03d", i%500), randomValue())
+	}
+	select {
+	case <-compacted:
+	case <-time.After(time.Minute):
+		t.Fatalf("no compaction after 30 MB written over 500 keys; the store takes %d MB", DiskUsage(dir)>>20)
+	}
+	if err := s.Close(); err != nil { // waits for a compaction under way
+		t.Fatal(err)
+	}
+	// Badger's own files take what they are made with (a value log's
+	// first chunk, its discard statistics): about 10 MB with the journal.
+	if size := DiskUsage(dir); size > 24<<20 {
+		t.Errorf("the store takes %d MB after compacting itself", size>>20)
+	}
+	reopened, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	st.check(t, reopened, "after compacting itself")
 }

@@ -1,8 +1,9 @@
 // Package store is the ledger's storage engine: Badger, made durable one
 // batch at a time through its own journal, with one committer that batches
-// concurrent writes into one transaction (group commit), in two stages: one
-// runs a batch's operations while the other makes the batch before it
-// durable and applies it (commit.go, overlay.go). An operation is a
+// concurrent writes into one transaction (group commit), in three stages:
+// one runs a batch's operations while the second makes the batch before it
+// durable and the third applies the one before that to Badger (commit.go,
+// overlay.go). An operation is a
 // function of the transaction that returns a typed result; it is
 // acknowledged only once its batch is durable. Operations must be
 // pure functions of the transaction: a batch whose store write fails is run
@@ -46,6 +47,9 @@ type Options struct {
 	Now func() time.Time
 	// MaxBatch bounds how many operations share one transaction; 256 when 0.
 	MaxBatch int
+	// NoAutoCompact: the store is compacted only when Compact is called,
+	// never on its own when its files have doubled (compact.go).
+	NoAutoCompact bool
 	// MinFree is the free space the filesystem must keep; below it writes
 	// fail with ErrDiskFull instead of being tried. Badger writes through
 	// memory-mapped files, and a write into a full filesystem there kills
@@ -75,24 +79,28 @@ type Store struct {
 	now      func() time.Time
 	maxBatch int
 
-	mu      sync.RWMutex // guards closed against submissions
-	closed  bool
-	ops     chan *op
-	leading sync.Mutex        // held while a batch runs its first stage
-	staged  chan *stagedBatch // from the committer's first stage to its second
-	// inflight counts the batches handed to the second stage and not yet
+	mu        sync.RWMutex // guards closed against submissions
+	closed    bool
+	ops       chan *op
+	leading   sync.Mutex        // held while a batch runs its first stage
+	staged    chan *stagedBatch // from the committer's first stage to its second
+	persisted chan *stagedBatch // from its second stage to its third
+	// inflight counts the batches handed to the later stages and not yet
 	// applied; unpersisted those of them not yet made durable.
 	inflight    atomic.Int64
 	unpersisted atomic.Int64
 	done        chan struct{}
 	overlay
 
-	compacting sync.Mutex // one Compact at a time, and none once closed
+	compacting     sync.Mutex   // one Compact at a time, and none once closed
+	compactedSize  atomic.Int64 // the files' size after the last Compact, or at Open
+	autoCompacting atomic.Bool  // compactIfGrown started one, not yet done
 
 	brokenMu sync.Mutex
 	broken   error // a batch is in the journal but not in Badger: reopen to apply it
 
-	// Owned by the committer's second stage:
+	// Owned by the committer's second stage (or its first, when it makes
+	// a batch durable itself):
 	journal         *journal // nil in memory
 	sinceCheckpoint int64    // bytes (uncompressed) written since the last checkpoint
 }
@@ -121,8 +129,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 	}
 	s := &Store{opts: opts, dir: dir, minFree: opts.MinFree, now: opts.Now, maxBatch: opts.MaxBatch,
-		ops: make(chan *op, 1024), staged: make(chan *stagedBatch, 1), done: make(chan struct{})}
+		ops: make(chan *op, 1024), staged: make(chan *stagedBatch, 1), persisted: make(chan *stagedBatch, 1), done: make(chan struct{})}
 	s.cur.Store(&handle{db: db, dir: bdir})
+	if !opts.InMemory {
+		s.compactedSize.Store(dirSize(dir))
+	}
 	if s.minFree == 0 {
 		s.minFree = DefaultMinFree
 	}
@@ -142,6 +153,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 	}
 	go s.commitLoop()
+	go s.persistLoop()
 	go s.applyLoop()
 	return s, nil
 }
@@ -213,6 +225,14 @@ func (s *Store) view(fn func(txn *badger.Txn) error) error {
 		// Being retired: the compaction stored its successor first.
 		runtime.Gosched()
 	}
+}
+
+// log is where the store logs: Options.Logger, or nowhere.
+func (s *Store) log() *slog.Logger {
+	if s.opts.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.opts.Logger
 }
 
 // LockedError is returned by Open when another process holds the store.
