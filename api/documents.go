@@ -63,6 +63,9 @@ type Call struct {
 	Seen       string     `json:"seen,omitempty"`    // what the model saw of the call, in short
 	Executions int        `json:"executions"`        // attempts to record an execution; more than 1 is a duplicate
 	Repeats    []Repeat   `json:"repeats,omitempty"` // later proposals of the same tool_use_id
+	// TranscriptEntries are the claude transcript entries (uuids) whose
+	// outcomes of the call were recorded, in order.
+	TranscriptEntries []string `json:"transcript_entries,omitempty"`
 	// Repeat marks, in a run's report, an entry for a later proposal of a
 	// tool_use_id (the model sent it again) and the answer it got.
 	Repeat bool `json:"repeat,omitempty"`

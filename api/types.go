@@ -141,6 +141,10 @@ type Outcome struct {
 	Failed    bool            `json:"failed,omitempty"`  // it ran and failed
 	Outcome   string          `json:"outcome,omitempty"` // "ok", or the error, in short
 	Seen      string          `json:"seen"`              // the tool_result's text
+	// Entry identifies where the outcome was read (the uuid of claude's
+	// transcript entry): an outcome sent again with the same Entry (a
+	// retry after an answer was lost) is recorded once.
+	Entry string `json:"entry,omitempty"`
 }
 
 // PromptRequest is one permission_prompt call.

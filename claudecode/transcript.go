@@ -32,6 +32,9 @@ type ToolResult struct {
 	// Decision is the permission flow's: "accept" (the call ran), "reject",
 	// or "" when the CLI did not say.
 	Decision string
+	// Entry is the uuid of the transcript entry that holds the result:
+	// the same result read (or sent) again has the same one.
+	Entry string
 }
 
 // Ran reports whether the call ran (or ran and failed).
@@ -77,13 +80,13 @@ func (t *Transcript) Line(line []byte) []ToolResult {
 		})
 	case "user":
 		var out []ToolResult
-		decision := entry.Get("permissionDecision.decision").Str
+		decision, uuid := entry.Get("permissionDecision.decision").Str, entry.Get("uuid").Str
 		content.ForEach(func(_, b gjson.Result) bool {
 			id := b.Get("tool_use_id").Str
 			if b.Get("type").Str != "tool_result" || id == "" {
 				return true
 			}
-			r := ToolResult{ToolUseID: id, Text: resultText(b.Get("content")), IsError: b.Get("is_error").Bool(), Decision: decision}
+			r := ToolResult{ToolUseID: id, Text: resultText(b.Get("content")), IsError: b.Get("is_error").Bool(), Decision: decision, Entry: uuid}
 			if use, ok := t.uses[id]; ok {
 				r.ToolName, r.Input = use.name, use.input
 				delete(t.uses, id)

@@ -39,12 +39,17 @@ func TestTranscript(t *testing.T) {
 		"toolu_r3": {false, true, "Read", "PreToolUse:Read hook error: NOPE"},
 		"toolu_r6": {false, true, "Bash", "PreToolUse:Bash hook error: NOPE"},
 	}
+	entries := map[string]bool{}
 	for id, w := range want {
 		r, ok := got[id]
 		if !ok {
 			t.Errorf("%s: no tool result", id)
 			continue
 		}
+		if len(r.Entry) != 36 || entries[r.Entry] {
+			t.Errorf("%s: entry %q, want the uuid of its own transcript entry", id, r.Entry)
+		}
+		entries[r.Entry] = true
 		if r.Ran() != w.ran || r.IsError != w.isErr || r.ToolName != w.tool || r.Text != w.text || len(r.Input) == 0 {
 			t.Errorf("%s: %+v, want ran %v, is_error %v, %s, %q", id, r, w.ran, w.isErr, w.tool, w.text)
 		}

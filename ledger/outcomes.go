@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/toolgate/toolgate/api"
 )
@@ -31,7 +32,10 @@ type OutcomeResult struct {
 // RecordSeen does, all in one durable transaction. A call that ran without
 // ever being proposed is recorded first, so that the audit shows it ran
 // without a decision. Outcomes of one tool_use_id are taken in order (the
-// same id sent twice: the first ran, the repeat was denied).
+// same id sent twice: the first ran, the repeat was denied). An outcome
+// whose Entry was recorded for its call already is one sent again (its
+// answer was lost on the way) and is skipped: a retry never records a
+// second execution.
 func (l *Ledger) RecordOutcomes(ctx context.Context, sessionID string, outcomes []api.Outcome) ([]OutcomeResult, error) {
 	for _, o := range outcomes {
 		if o.ToolUseID == "" {
@@ -69,6 +73,9 @@ func recordOutcome(t *tx, sessionID string, o api.Outcome) (OutcomeResult, error
 		}
 		r.Undecided = true
 	}
+	if o.Entry != "" && slices.Contains(c.TranscriptEntries, o.Entry) {
+		return r, nil // sent again: recorded already
+	}
 	events := 0
 	if o.Ran && found && c.Effect == api.EffectDeny {
 		r.Denied = true
@@ -103,6 +110,9 @@ func recordOutcome(t *tx, sessionID string, o api.Outcome) (OutcomeResult, error
 	}
 	if events == 0 {
 		return r, nil
+	}
+	if o.Entry != "" {
+		c.TranscriptEntries = append(c.TranscriptEntries, o.Entry)
 	}
 	return r, t.Put(callKey(o.ToolUseID), c)
 }

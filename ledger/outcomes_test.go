@@ -60,3 +60,28 @@ func TestRecordOutcomes(t *testing.T) {
 		t.Error("an outcome without a tool_use_id was accepted")
 	}
 }
+
+// An outcome sent again (run's request reached the daemon, its answer did
+// not) is recorded once: a retry is not a second execution. Another entry
+// of the transcript saying the call ran is one.
+func TestOutcomeSentAgain(t *testing.T) {
+	l, _ := openTest(t, nil)
+	mustPropose(t, l, "toolu_1", `{}`)
+	sent := []api.Outcome{{ToolUseID: "toolu_1", Ran: true, Outcome: "ok", Seen: "output", Entry: "e-1"}}
+	for range 2 {
+		if results, err := l.RecordOutcomes(ctx, "s", sent); err != nil || results[0].Duplicate {
+			t.Fatalf("%v %v", results, err)
+		}
+	}
+	if c, _ := l.Call(ctx, "toolu_1"); c.Executions != 1 || fmt.Sprint(c.TranscriptEntries) != "[e-1]" {
+		t.Errorf("after a retry: %+v", c)
+	}
+	want := "[call_proposed call_executed call_seen]"
+	if kinds := eventKinds(t, l); fmt.Sprint(kinds) != want {
+		t.Errorf("audit:\n got %v\nwant %s", kinds, want)
+	}
+	results, err := l.RecordOutcomes(ctx, "s", []api.Outcome{{ToolUseID: "toolu_1", Ran: true, Seen: "again", Entry: "e-2"}})
+	if err != nil || !results[0].Duplicate {
+		t.Errorf("another entry saying it ran: %v %v", results, err)
+	}
+}

@@ -85,9 +85,17 @@ func (t *transcripts) follow(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		t.flush(ctx)
+		// A request cut off once the daemon had it would leave its
+		// outcomes pending, to be sent again: the daemon skips them then
+		// (api.Outcome.Entry), but the request is let finish all the same.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		t.flush(fctx)
+		cancel()
 	}
 }
+
+// flushTimeout bounds one flush of what the transcripts said.
+const flushTimeout = 10 * time.Second
 
 // flush reads what is new in every transcript and records it; what the
 // daemon could not take waits for the next flush.
@@ -177,7 +185,7 @@ func (f *transcriptFile) read(path string, each func(claudecode.ToolResult)) err
 
 // outcomeOf is what a tool_result tells of its call.
 func outcomeOf(r claudecode.ToolResult) api.Outcome {
-	o := api.Outcome{ToolUseID: r.ToolUseID, ToolName: r.ToolName, Input: r.Input, Ran: r.Ran(), Seen: r.Text}
+	o := api.Outcome{ToolUseID: r.ToolUseID, ToolName: r.ToolName, Input: r.Input, Ran: r.Ran(), Seen: r.Text, Entry: r.Entry}
 	if o.Ran {
 		o.Failed, o.Outcome = r.IsError, "ok"
 		if r.IsError {
