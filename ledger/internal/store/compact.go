@@ -154,11 +154,19 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 	if err := os.RemoveAll(next); err != nil {
 		return st, fmt.Errorf("compact: %w", err)
 	}
-	since, err := s.copyCurrent(ctx, old.db, next)
+	// A transaction open from before the copy to the end of step 2 keeps
+	// Badger from dropping what changed since: its own compactions drop a
+	// delete marker, and every version under it, once no transaction reads
+	// at an older version, and step 2 would then not see that the key
+	// changed (the value the stream copied would come back).
+	pin := old.db.NewTransaction(false)
+	since := pin.ReadTs() // the stream's transactions start after this one
+	err := s.copyCurrent(ctx, old.db, next)
 	if err == nil {
 		compactStep("copied")
 		err = s.replace(next, since)
 	}
+	pin.Discard()
 	if err != nil {
 		if s.cur.Load() == old {
 			os.RemoveAll(next)
@@ -179,15 +187,12 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 }
 
 // copyCurrent is step 1: every current value of db into a new Badger in
-// next. It returns a version from before the copy's moment: every key
-// changed after it is copied again in step 2.
-func (s *Store) copyCurrent(ctx context.Context, db *badger.DB, next string) (since uint64, err error) {
-	txn := db.NewTransaction(false)
-	since = txn.ReadTs() // the stream's transactions start after this one
-	txn.Discard()
+// next. Every key changed after the version Compact pinned before it is
+// copied again in step 2.
+func (s *Store) copyCurrent(ctx context.Context, db *badger.DB, next string) (err error) {
 	ndb, err := badger.Open(badgerOptions(next, s.opts))
 	if err != nil {
-		return 0, fmt.Errorf("compact: %w", err)
+		return fmt.Errorf("compact: %w", err)
 	}
 	defer func() {
 		if cerr := ndb.Close(); cerr != nil && err == nil {
@@ -196,7 +201,7 @@ func (s *Store) copyCurrent(ctx context.Context, db *badger.DB, next string) (si
 	}()
 	sw := ndb.NewStreamWriter()
 	if err := sw.Prepare(); err != nil {
-		return 0, fmt.Errorf("compact: %w", err)
+		return fmt.Errorf("compact: %w", err)
 	}
 	stream := db.NewStream()
 	stream.LogPrefix = "ledger compaction"
@@ -204,12 +209,12 @@ func (s *Store) copyCurrent(ctx context.Context, db *badger.DB, next string) (si
 	stream.Send = func(buf *z.Buffer) error { return sw.Write(buf) }
 	if err := stream.Orchestrate(ctx); err != nil {
 		sw.Cancel()
-		return 0, fmt.Errorf("compact: %w", err)
+		return fmt.Errorf("compact: %w", err)
 	}
 	if err := sw.Flush(); err != nil {
-		return 0, fmt.Errorf("compact: %w", err)
+		return fmt.Errorf("compact: %w", err)
 	}
-	return since, nil
+	return nil
 }
 
 // replace is steps 2 and 3. Once CURRENT names the new Badger it is the

@@ -1,0 +1,92 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// dropTombstones makes the open Badger of s forget the delete markers it
+// may drop: it flushes the memtables into tables (DropPrefix of a key it
+// writes for that) and compacts them into one level, as Badger's own
+// compactions do beside writes once nothing reads at an older version.
+func dropTombstones(t testing.TB, s *Store) {
+	t.Helper()
+	for i := range 3 {
+		key := fmt.Sprintf("zz-flush/%d", i)
+		if _, err := Write(ctx, s, func(tx *Tx) (struct{}, error) { return struct{}{}, tx.Set(key, []byte("x")) }); err != nil {
+			t.Fatal(err)
+		}
+		s.overlay.readable()
+		if err := s.db().DropPrefix([]byte("zz-flush/")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.db().Flatten(1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hasVersions reports whether Badger holds any version of key (a value or
+// a delete marker).
+func hasVersions(t testing.TB, db *badger.DB, key string) bool {
+	t.Helper()
+	found := false
+	err := db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{AllVersions: true, Prefix: []byte(key)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if string(it.Item().Key()) == key {
+				found = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// A key deleted after the stream copied it, whose delete marker Badger's
+// own compaction dropped before the delta copy ran (nothing reads at an
+// older version then), must stay deleted: the delta copy must still see
+// that the key changed.
+func TestCompactKeepsADeleteWhoseMarkerBadgerDropped(t *testing.T) {
+	s, dir := openTest(t)
+	st := &state{vals: map[string]string{}}
+	for i := range 200 {
+		st.write(t, s, fmt.Sprintf("k/%05d", i), randomValue())
+	}
+	dropped := false
+	testHookCompact = func(step string) {
+		if step != "copied" {
+			return
+		}
+		st.write(t, s, "k/00001", "") // the stream copied its value
+		dropTombstones(t, s)
+		dropped = !hasVersions(t, s.db(), "k/00001")
+	}
+	defer func() { testHookCompact = nil }()
+	if _, err := s.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testHookCompact = nil
+	t.Logf("Badger dropped the delete marker before the delta copy: %v", dropped)
+	var got string
+	if err := s.Read("k/00001", &got); !errors.Is(err, ErrNotFound) {
+		t.Errorf("k/00001 was deleted during the compaction, reads %.20q %v after it", got, err)
+	}
+	st.check(t, s, "after Compact")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reopened, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	st.check(t, reopened, "after a reopen")
+}
