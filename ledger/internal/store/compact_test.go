@@ -175,9 +175,9 @@ func TestCompactBesideWritesAndReads(t *testing.T) {
 				default:
 				}
 				st.write(t, s, fmt.Sprintf("w%d/%06d", w, i), randomValue())
-				st.write(t, s, fmt.Sprintf("k/%05d", (i*7+w)%3000), randomValue()) // a newer version
+				st.write(t, s, fmt.Sprintf("k/%05d", (i*7)%1000*3+w), randomValue()) // a newer version (writers touch keys of their own)
 				if i%5 == 0 {
-					st.write(t, s, fmt.Sprintf("k/%05d", (i*11+w)%3000), "") // deleted
+					st.write(t, s, fmt.Sprintf("k/%05d", (i*11)%1000*3+w), "") // deleted
 				}
 			}
 		})
