@@ -161,14 +161,15 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 	// changed (the value the stream copied would come back).
 	pin := old.db.NewTransaction(false)
 	since := pin.ReadTs() // the stream's transactions start after this one
+	switched := false
 	err := s.copyCurrent(ctx, old.db, next)
 	if err == nil {
 		compactStep("copied")
-		err = s.replace(next, since)
+		switched, err = s.replace(next, since)
 	}
 	pin.Discard()
 	if err != nil {
-		if s.cur.Load() == old {
+		if !switched { // once CURRENT names it, next is the store's Badger
 			os.RemoveAll(next)
 		}
 		return st, err
@@ -218,23 +219,31 @@ func (s *Store) copyCurrent(ctx context.Context, db *badger.DB, next string) (er
 }
 
 // replace is steps 2 and 3. Once CURRENT names the new Badger it is the
-// store's: a failure after that stops the store until it is opened again.
-func (s *Store) replace(next string, since uint64) error {
+// store's (switched): a failure after that stops the store until it is
+// opened again, which opens the new Badger.
+func (s *Store) replace(next string, since uint64) (switched bool, err error) {
 	s.leading.Lock()
 	defer s.leading.Unlock()
 	s.overlay.drained() // the later stages are idle: every batch is in Badger
 	if err := s.brokenErr(); err != nil {
-		return err
+		return false, err
 	}
 	if err := copySince(s.db(), next, since, s.opts); err != nil {
-		return err
+		return false, err
 	}
 	if err := syncBadger(next); err != nil {
-		return fmt.Errorf("compact: %w", err)
+		return false, fmt.Errorf("compact: %w", err)
 	}
 	compactStep("caught up")
 	if err := writeCurrent(s.dir, filepath.Base(next)); err != nil {
-		return fmt.Errorf("compact: %w", err)
+		// The rename may have happened (a failed sync of the directory):
+		// whether CURRENT names next is what counts.
+		cur, cerr := badgerDir(s.dir)
+		switched = cerr != nil || cur == next
+		if switched {
+			s.setBroken(fmt.Errorf("the ledger stopped during a compaction (%v); restart toolgate serve", err))
+		}
+		return switched, fmt.Errorf("compact: %w", err)
 	}
 	compactStep("switched")
 	fail := func(err error) error {
@@ -244,18 +253,18 @@ func (s *Store) replace(next string, since uint64) error {
 	}
 	db, err := openBadger(next, s.opts)
 	if err != nil {
-		return fail(err)
+		return true, fail(err)
 	}
 	// What the journal holds is in both Badgers: the next batch starts
 	// the next generation. (Applied again after a crash, it would only
 	// set keys to what they are.)
 	if err := s.journal.recycle(s.journal.gen + 1); err != nil {
 		db.Close()
-		return fail(err)
+		return true, fail(err)
 	}
 	s.sinceCheckpoint = 0
 	s.cur.Store(&handle{db: db, dir: next})
-	return nil
+	return true, nil
 }
 
 // copySince is step 2: every key of db changed after since, as it is now,

@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -89,4 +91,56 @@ func TestCompactKeepsADeleteWhoseMarkerBadgerDropped(t *testing.T) {
 	}
 	defer reopened.Close()
 	st.check(t, reopened, "after a reopen")
+}
+
+// A compaction that fails after CURRENT names the new Badger (here the
+// journal cannot start its next generation: a directory stands where it
+// would go) stops the store, and must leave the Badger CURRENT names
+// where it is: the next Open opens it. Everything acknowledged before is
+// there after the reopen.
+func TestCompactFailingAfterTheSwitchKeepsTheNewBadger(t *testing.T) {
+	s, dir := openTest(t)
+	st := &state{vals: map[string]string{}}
+	for i := range 300 {
+		st.write(t, s, fmt.Sprintf("k/%05d", i), randomValue())
+	}
+	// Reopened: what was written is in Badger alone, not in the journal.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st.write(t, s, "k/00001", "rewritten")
+	blocker := ""
+	testHookCompact = func(step string) {
+		if step == "switched" {
+			blocker = journalPath(dir, s.journal.gen+1)
+			if err := os.MkdirAll(filepath.Join(blocker, "x"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	defer func() { testHookCompact = nil }()
+	if _, err := s.Compact(ctx); err == nil {
+		t.Fatal("Compact did not fail")
+	}
+	testHookCompact = nil
+	if _, err := Write(ctx, s, func(tx *Tx) (struct{}, error) { return struct{}{}, tx.Set("after", []byte("x")) }); err == nil {
+		t.Error("the store took a write after its compaction failed past the switch")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(blocker); err != nil { // what failed is mended
+		t.Fatal(err)
+	}
+	reopened, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	st.check(t, reopened, "after the failed compaction and a reopen")
 }
