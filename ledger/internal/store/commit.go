@@ -357,11 +357,12 @@ func (s *Store) checkpoint(size int64) error {
 	// synced and the journal used again: the third stage may still be
 	// applying the ones made durable before this one.
 	s.overlay.readable()
-	if err := syncBadger(s.cur.Load().dir); err != nil {
+	bdir := s.cur.Load().dir // a compaction replaces it only while this stage is idle
+	if err := syncBadger(bdir); err != nil {
 		return err
 	}
 	s.sinceCheckpoint = 0
-	releaseMapped(s.dir) // the pages are clean now; failing to drop them costs memory only
+	releaseMapped(bdir) // the pages are clean now; failing to drop them costs memory only
 	s.compactIfGrown()
 	if size <= s.journal.size {
 		return s.journal.recycle(s.journal.gen + 1)
