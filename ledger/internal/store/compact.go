@@ -207,9 +207,24 @@ func (s *Store) copyCurrent(ctx context.Context, db *badger.DB, next string) (er
 	stream := db.NewStream()
 	stream.LogPrefix = "ledger compaction"
 	stream.NumGo = 2
-	stream.Send = func(buf *z.Buffer) error { return sw.Write(buf) }
+	stream.MaxSize = copyChunk
+	var full error
+	stream.Send = func(buf *z.Buffer) error {
+		// Badger writes the copy through memory maps: a write into a full
+		// filesystem would kill the process. The copy stops while the
+		// store's own writes still have their margin, and the new
+		// Badger's tables theirs.
+		if err := s.checkRoom(int64(buf.LenNoPadding()) + s.minFree); err != nil {
+			full = err
+			return err
+		}
+		return sw.Write(buf)
+	}
 	if err := stream.Orchestrate(ctx); err != nil {
 		sw.Cancel()
+		if full != nil { // the stream may say only that it was cancelled
+			err = full
+		}
 		return fmt.Errorf("compact: %w", err)
 	}
 	if err := sw.Flush(); err != nil {
@@ -217,6 +232,10 @@ func (s *Store) copyCurrent(ctx context.Context, db *badger.DB, next string) (er
 	}
 	return nil
 }
+
+// copyChunk bounds what the copy writes between two looks at the free
+// space (a soft limit: Badger's stream batches are about this size).
+const copyChunk = 4 << 20
 
 // replace is steps 2 and 3. Once CURRENT names the new Badger it is the
 // store's (switched): a failure after that stops the store until it is

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
+	"golang.org/x/sys/unix"
 )
 
 // dropTombstones makes the open Badger of s forget the delete markers it
@@ -205,5 +206,53 @@ func TestCheckpointReleasesMappedPagesAfterCompact(t *testing.T) {
 	}
 	if after > 2048 {
 		t.Errorf("a checkpoint left %d KB of Badger's maps resident after a compaction", after)
+	}
+}
+
+// freeBytes is the free space of the filesystem of dir.
+func freeBytes(t testing.TB, dir string) int64 {
+	t.Helper()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return int64(st.Bavail) * int64(st.Bsize)
+}
+
+// A compaction whose copy would not fit in what the filesystem has above
+// MinFree stops with ErrDiskFull, removes what it copied, and the store
+// goes on. (On a full filesystem the copy's writes through Badger's
+// memory maps kill the process with SIGBUS: on a 96 MB tmpfs holding 45 MB
+// of current values and MinFree 8 MB, Compact did.) Here the filesystem
+// is large; the test raises MinFree until 16 MB are left above it, less
+// than the 40 MB the copy needs.
+func TestCompactStopsWhenTheCopyWouldFillTheDisk(t *testing.T) {
+	s, dir := openTest(t)
+	for c := range 40 {
+		_, err := Write(ctx, s, func(tx *Tx) (struct{}, error) {
+			for i := range 1000 {
+				if err := tx.Put(fmt.Sprintf("k/%02d/%04d", c, i), randomValue()); err != nil {
+					return struct{}{}, err
+				}
+			}
+			return struct{}{}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.minFree = freeBytes(t, dir) - 16<<20 // read by the committer after this write
+	if _, err := Write(ctx, s, func(tx *Tx) (struct{}, error) { return struct{}{}, tx.Put("before", "x") }); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Compact(ctx)
+	if !errors.Is(err, ErrDiskFull) {
+		t.Errorf("Compact with 16 MB above MinFree for a 40 MB copy: %v, want ErrDiskFull", err)
+	}
+	if got := badgers(t, dir); len(got) != 1 || got[0] != "." {
+		t.Errorf("the store's Badgers after a compaction that did not fit: %v", got)
+	}
+	if _, err := Write(ctx, s, func(tx *Tx) (struct{}, error) { return struct{}{}, tx.Put("after", "x") }); err != nil {
+		t.Errorf("a write after the compaction stopped: %v", err)
 	}
 }
