@@ -50,6 +50,10 @@ import (
 // (tests take the store's files as a crash would leave them there).
 var testHookCompact func(step string)
 
+// testHookOpen, when set, is called by Open between reading CURRENT and
+// opening the Badger it names.
+var testHookOpen func()
+
 func compactStep(step string) {
 	if testHookCompact != nil {
 		testHookCompact(step)

@@ -256,3 +256,49 @@ func TestCompactStopsWhenTheCopyWouldFillTheDisk(t *testing.T) {
 		t.Errorf("a write after the compaction stopped: %v", err)
 	}
 }
+
+// A second Open (another daemon starting) that read CURRENT before a
+// compaction of the open store switched, and takes the lock of the
+// Badger CURRENT named once the compaction let it go, must not open it:
+// it would make an empty Badger there and remove the store's new one as
+// retired. It fails as locked, and the store keeps what it holds.
+func TestOpenBesideACompactionThatSwitches(t *testing.T) {
+	s, dir := openTest(t)
+	st := &state{vals: map[string]string{}}
+	for i := range 200 {
+		st.write(t, s, fmt.Sprintf("k/%05d", i), randomValue())
+	}
+	read, compacted := make(chan struct{}), make(chan struct{})
+	testHookOpen = func() {
+		testHookOpen = nil
+		close(read)
+		<-compacted
+	}
+	defer func() { testHookOpen = nil }()
+	opened := make(chan error, 1)
+	go func() {
+		o, err := Open(dir, Options{})
+		if err == nil {
+			o.Close()
+		}
+		opened <- err
+	}()
+	<-read // the second Open read CURRENT
+	if _, err := s.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(compacted)
+	if err := <-opened; !errors.As(err, new(*LockedError)) {
+		t.Errorf("a second Open beside a compaction: %v, want a LockedError", err)
+	}
+	st.check(t, s, "after a second Open beside a compaction")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reopened, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	st.check(t, reopened, "after a reopen")
+}
