@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -148,6 +149,8 @@ func TestCompactFailingAfterTheSwitchKeepsTheNewBadger(t *testing.T) {
 	st.check(t, reopened, "after the failed compaction and a reopen")
 }
 
+var mapHeader = regexp.MustCompile(`^[0-9a-f]+-[0-9a-f]+$`)
+
 // residentKB is the resident memory of the shared maps of Badger's value
 // logs and memtables in dir (as /proc/self/smaps counts it).
 func residentKB(t testing.TB, dir string) int64 {
@@ -160,8 +163,8 @@ func residentKB(t testing.TB, dir string) int64 {
 	in := false
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
-		if len(f) >= 6 && strings.Contains(f[0], "-") {
-			in = filepath.Dir(f[5]) == dir && (strings.HasSuffix(f[5], ".vlog") || strings.HasSuffix(f[5], ".mem"))
+		if len(f) >= 5 && mapHeader.MatchString(f[0]) { // a map's first line: anonymous maps have no path
+			in = len(f) >= 6 && filepath.Dir(f[5]) == dir && (strings.HasSuffix(f[5], ".vlog") || strings.HasSuffix(f[5], ".mem"))
 			continue
 		}
 		if in && len(f) == 3 && f[0] == "Rss:" {
