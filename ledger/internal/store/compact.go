@@ -82,6 +82,11 @@ func badgerDir(dir string) (string, error) {
 	if _, ok := generation(name); !ok {
 		return "", fmt.Errorf("%s names %q, not a store's Badger: restore it from a backup", filepath.Join(dir, currentFile), name)
 	}
+	// A Badger is whole before CURRENT names it: Badger would make an
+	// empty one where there is none, and Open remove the others.
+	if _, err := os.Stat(filepath.Join(dir, name, "MANIFEST")); err != nil {
+		return "", fmt.Errorf("%s names %s, which holds no Badger (%w): restore it from a backup", filepath.Join(dir, currentFile), name, err)
+	}
 	return filepath.Join(dir, name), nil
 }
 

@@ -305,3 +305,28 @@ func TestOpenBesideACompactionThatSwitches(t *testing.T) {
 	defer reopened.Close()
 	st.check(t, reopened, "after a reopen")
 }
+
+// A CURRENT that names a Badger which is not there (a store copied without
+// it, or what a failed compaction used to leave) is refused: opening it
+// would make an empty Badger and remove the store's as retired.
+func TestOpenRefusesACurrentNamingNoBadger(t *testing.T) {
+	s, dir := openTest(t)
+	for i := range 100 {
+		put(t, s, i, randomValue())
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeCurrent(dir, "db-9"); err != nil {
+		t.Fatal(err)
+	}
+	o, err := Open(dir, Options{})
+	t.Logf("Open: %v", err)
+	if err == nil {
+		o.Close()
+		t.Error("Open made an empty Badger where CURRENT named one that is not there")
+	}
+	if got := badgers(t, dir); len(got) != 1 || got[0] != "." {
+		t.Errorf("the store's Badgers after the refused Open: %v, want its own directory's", got)
+	}
+}
