@@ -357,11 +357,12 @@ func (s *Store) checkpoint(size int64) error {
 	// synced and the journal used again: the third stage may still be
 	// applying the ones made durable before this one.
 	s.overlay.readable()
-	if err := syncBadger(s.cur.Load().dir); err != nil {
+	bdir := s.cur.Load().dir // a compaction replaces it only while this stage is idle
+	if err := syncBadger(bdir); err != nil {
 		return err
 	}
 	s.sinceCheckpoint = 0
-	releaseMapped(s.dir) // the pages are clean now; failing to drop them costs memory only
+	releaseMapped(bdir) // the pages are clean now; failing to drop them costs memory only
 	s.compactIfGrown()
 	if size <= s.journal.size {
 		return s.journal.recycle(s.journal.gen + 1)
@@ -391,7 +392,11 @@ func (s *Store) setBroken(err error) {
 }
 
 // checkSpace refuses to write when the filesystem is nearly full.
-func (s *Store) checkSpace() error {
+func (s *Store) checkSpace() error { return s.checkRoom(0) }
+
+// checkRoom refuses to write n bytes when fewer than n would be left
+// above MinFree.
+func (s *Store) checkRoom(n int64) error {
 	if s.minFree < 0 {
 		return nil
 	}
@@ -399,8 +404,8 @@ func (s *Store) checkSpace() error {
 	if err := unix.Statfs(s.dir, &st); err != nil {
 		return nil // cannot tell: let the write say
 	}
-	if free := int64(st.Bavail) * int64(st.Bsize); free < s.minFree {
-		return fmt.Errorf("%w (%d KB left, %d KB kept free)", ErrDiskFull, free>>10, s.minFree>>10)
+	if free := int64(st.Bavail) * int64(st.Bsize); free < s.minFree+n {
+		return fmt.Errorf("%w (%d KB left, %d KB kept free)", ErrDiskFull, free>>10, (s.minFree+n)>>10)
 	}
 	return nil
 }

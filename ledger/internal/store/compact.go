@@ -50,6 +50,10 @@ import (
 // (tests take the store's files as a crash would leave them there).
 var testHookCompact func(step string)
 
+// testHookOpen, when set, is called by Open between reading CURRENT and
+// opening the Badger it names.
+var testHookOpen func()
+
 func compactStep(step string) {
 	if testHookCompact != nil {
 		testHookCompact(step)
@@ -77,6 +81,11 @@ func badgerDir(dir string) (string, error) {
 	name := strings.TrimSpace(string(b))
 	if _, ok := generation(name); !ok {
 		return "", fmt.Errorf("%s names %q, not a store's Badger: restore it from a backup", filepath.Join(dir, currentFile), name)
+	}
+	// A Badger is whole before CURRENT names it: Badger would make an
+	// empty one where there is none, and Open remove the others.
+	if _, err := os.Stat(filepath.Join(dir, name, "MANIFEST")); err != nil {
+		return "", fmt.Errorf("%s names %s, which holds no Badger (%w): restore it from a backup", filepath.Join(dir, currentFile), name, err)
 	}
 	return filepath.Join(dir, name), nil
 }
@@ -154,13 +163,22 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 	if err := os.RemoveAll(next); err != nil {
 		return st, fmt.Errorf("compact: %w", err)
 	}
-	since, err := s.copyCurrent(ctx, old.db, next)
+	// A transaction open from before the copy to the end of step 2 keeps
+	// Badger from dropping what changed since: its own compactions drop a
+	// delete marker, and every version under it, once no transaction reads
+	// at an older version, and step 2 would then not see that the key
+	// changed (the value the stream copied would come back).
+	pin := old.db.NewTransaction(false)
+	since := pin.ReadTs() // the stream's transactions start after this one
+	switched := false
+	err := s.copyCurrent(ctx, old.db, next)
 	if err == nil {
 		compactStep("copied")
-		err = s.replace(next, since)
+		switched, err = s.replace(next, since)
 	}
+	pin.Discard()
 	if err != nil {
-		if s.cur.Load() == old {
+		if !switched { // once CURRENT names it, next is the store's Badger
 			os.RemoveAll(next)
 		}
 		return st, err
@@ -179,15 +197,12 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 }
 
 // copyCurrent is step 1: every current value of db into a new Badger in
-// next. It returns a version from before the copy's moment: every key
-// changed after it is copied again in step 2.
-func (s *Store) copyCurrent(ctx context.Context, db *badger.DB, next string) (since uint64, err error) {
-	txn := db.NewTransaction(false)
-	since = txn.ReadTs() // the stream's transactions start after this one
-	txn.Discard()
+// next. Every key changed after the version Compact pinned before it is
+// copied again in step 2.
+func (s *Store) copyCurrent(ctx context.Context, db *badger.DB, next string) (err error) {
 	ndb, err := badger.Open(badgerOptions(next, s.opts))
 	if err != nil {
-		return 0, fmt.Errorf("compact: %w", err)
+		return fmt.Errorf("compact: %w", err)
 	}
 	defer func() {
 		if cerr := ndb.Close(); cerr != nil && err == nil {
@@ -196,40 +211,67 @@ func (s *Store) copyCurrent(ctx context.Context, db *badger.DB, next string) (si
 	}()
 	sw := ndb.NewStreamWriter()
 	if err := sw.Prepare(); err != nil {
-		return 0, fmt.Errorf("compact: %w", err)
+		return fmt.Errorf("compact: %w", err)
 	}
 	stream := db.NewStream()
 	stream.LogPrefix = "ledger compaction"
 	stream.NumGo = 2
-	stream.Send = func(buf *z.Buffer) error { return sw.Write(buf) }
+	stream.MaxSize = copyChunk
+	var full error
+	stream.Send = func(buf *z.Buffer) error {
+		// Badger writes the copy through memory maps: a write into a full
+		// filesystem would kill the process. The copy stops while the
+		// store's own writes still have their margin, and the new
+		// Badger's tables theirs.
+		if err := s.checkRoom(int64(buf.LenNoPadding()) + s.minFree); err != nil {
+			full = err
+			return err
+		}
+		return sw.Write(buf)
+	}
 	if err := stream.Orchestrate(ctx); err != nil {
 		sw.Cancel()
-		return 0, fmt.Errorf("compact: %w", err)
+		if full != nil { // the stream may say only that it was cancelled
+			err = full
+		}
+		return fmt.Errorf("compact: %w", err)
 	}
 	if err := sw.Flush(); err != nil {
-		return 0, fmt.Errorf("compact: %w", err)
+		return fmt.Errorf("compact: %w", err)
 	}
-	return since, nil
+	return nil
 }
 
+// copyChunk bounds what the copy writes between two looks at the free
+// space (a soft limit: Badger's stream batches are about this size).
+const copyChunk = 4 << 20
+
 // replace is steps 2 and 3. Once CURRENT names the new Badger it is the
-// store's: a failure after that stops the store until it is opened again.
-func (s *Store) replace(next string, since uint64) error {
+// store's (switched): a failure after that stops the store until it is
+// opened again, which opens the new Badger.
+func (s *Store) replace(next string, since uint64) (switched bool, err error) {
 	s.leading.Lock()
 	defer s.leading.Unlock()
 	s.overlay.drained() // the later stages are idle: every batch is in Badger
 	if err := s.brokenErr(); err != nil {
-		return err
+		return false, err
 	}
 	if err := copySince(s.db(), next, since, s.opts); err != nil {
-		return err
+		return false, err
 	}
 	if err := syncBadger(next); err != nil {
-		return fmt.Errorf("compact: %w", err)
+		return false, fmt.Errorf("compact: %w", err)
 	}
 	compactStep("caught up")
 	if err := writeCurrent(s.dir, filepath.Base(next)); err != nil {
-		return fmt.Errorf("compact: %w", err)
+		// The rename may have happened (a failed sync of the directory):
+		// whether CURRENT names next is what counts.
+		cur, cerr := badgerDir(s.dir)
+		switched = cerr != nil || cur == next
+		if switched {
+			s.setBroken(fmt.Errorf("the ledger stopped during a compaction (%v); restart toolgate serve", err))
+		}
+		return switched, fmt.Errorf("compact: %w", err)
 	}
 	compactStep("switched")
 	fail := func(err error) error {
@@ -239,18 +281,18 @@ func (s *Store) replace(next string, since uint64) error {
 	}
 	db, err := openBadger(next, s.opts)
 	if err != nil {
-		return fail(err)
+		return true, fail(err)
 	}
 	// What the journal holds is in both Badgers: the next batch starts
 	// the next generation. (Applied again after a crash, it would only
 	// set keys to what they are.)
 	if err := s.journal.recycle(s.journal.gen + 1); err != nil {
 		db.Close()
-		return fail(err)
+		return true, fail(err)
 	}
 	s.sinceCheckpoint = 0
 	s.cur.Store(&handle{db: db, dir: next})
-	return nil
+	return true, nil
 }
 
 // copySince is step 2: every key of db changed after since, as it is now,

@@ -117,11 +117,26 @@ func Open(dir string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("open ledger: %w", err)
 		}
 	}
+	if testHookOpen != nil {
+		testHookOpen()
+	}
 	db, err := openBadger(bdir, opts)
 	if err != nil {
 		return nil, err
 	}
 	if !opts.InMemory {
+		// A compaction of the process that holds the store may have named
+		// another Badger, and let this one go, since CURRENT was read:
+		// the lock taken is then not the store's.
+		again, err := badgerDir(dir)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open ledger: %w", err)
+		}
+		if again != bdir {
+			db.Close()
+			return nil, &LockedError{Dir: dir, Err: fmt.Errorf("%s names another Badger since it was read: the ledger is compacted by the process that holds it", currentFile)}
+		}
 		// Badger's lock is held: no other process uses what is removed.
 		if err := removeRetired(dir, bdir); err != nil {
 			db.Close()
