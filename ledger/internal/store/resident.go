@@ -15,9 +15,15 @@ import (
 // every page it touched stays in this process's resident set although it
 // is only page cache: 100k calls left about 290 MB of value-log pages
 // mapped beside 58 MB of heap. After a checkpoint those pages are clean,
-// and the ledger drops them from its mappings (MADV_DONTNEED): for a shared
-// file mapping that only unmaps them, the kernel keeps the data, and a
-// later read maps it back from the page cache.
+// and the ledger has the kernel reclaim them (MADV_PAGEOUT): a later read
+// maps them back from the file.
+//
+// Not MADV_DONTNEED: the maps are found by address in /proc/self/maps,
+// and Badger may unmap a file (a flushed memtable, a table compacted
+// away) between that read and the madvise. Should the address then be
+// reused by anonymous memory (the Go heap, a buffer), MADV_DONTNEED would
+// zero it; MADV_PAGEOUT never discards data, whatever is mapped there. A
+// kernel older than 5.4 refuses it, and the pages stay.
 
 // mapped are the files of Badger's that it maps shared: value logs,
 // memtable WALs and tables.
@@ -49,8 +55,8 @@ func releaseMapped(dir string) error {
 			continue
 		}
 		// The map is Badger's, not a Go slice: madvise by address.
-		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, uintptr(lo), uintptr(hi-lo), unix.MADV_DONTNEED); errno != 0 {
-			return errno
+		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, uintptr(lo), uintptr(hi-lo), unix.MADV_PAGEOUT); errno != 0 && errno != unix.ENOMEM {
+			return errno // ENOMEM: unmapped meanwhile
 		}
 	}
 	return sc.Err()
