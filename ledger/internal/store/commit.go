@@ -110,10 +110,12 @@ func (s *Store) gather(first *op) []*op {
 // commitLoop is the first stage of the committer: it gathers the
 // operations submitted meanwhile into a batch, runs them in one
 // transaction, and hands the batch's changes to the second stage
-// (persistLoop), which makes them durable, and then to the third
-// (applyLoop), which applies them to Badger, while it goes on with the
-// next batch: the operations of one batch, the journal's fsync of the one
-// before it and the application of the one before that run at once. The next batch reads what the
+// (applyLoop), which makes them durable and applies them to Badger, while
+// it goes on with the next batch: the journal's fsync of one batch and the
+// operations of the next run at once. (A third stage applying batches to
+// Badger while the next is made durable was measured slower: 16 writers
+// reached 3.4 times one writer instead of 4.2, the batches made durable
+// being smaller.) The next batch reads what the
 // batches not yet applied wrote (their changes stay visible to it,
 // overlay.go); nothing outside the committer sees a batch before it is
 // durable, in the journal and in Badger.
@@ -177,7 +179,7 @@ func (s *Store) run(batch []*op) (t *Tx, failed int, err error) {
 
 // stage finishes a batch whose operations ran (its BeforeCommit work),
 // lets later batches build on it (AfterCommit), and hands it to the second
-// stage. Its transaction only served reads: the third stage applies its
+// stage. Its transaction only served reads: the second stage applies its
 // changes.
 func (s *Store) stage(t *Tx, batch []*op) {
 	defer t.txn.Discard()
@@ -199,7 +201,7 @@ func (s *Store) stage(t *Tx, batch []*op) {
 		// Nothing to run meanwhile, and no batch before it waits to be
 		// made durable: it is made durable and acknowledged here, without
 		// a hand-off (a lone writer waits for no other goroutine), and the
-		// later stages apply it to Badger.
+		// second stage applies it to Badger.
 		s.persistAck(b)
 		s.staged <- b
 		return
@@ -208,26 +210,16 @@ func (s *Store) stage(t *Tx, batch []*op) {
 	s.staged <- b
 }
 
-// persistLoop is the second stage of the committer: each staged batch, in
+// applyLoop is the second stage of the committer: each staged batch, in
 // order, is made durable and acknowledged (unless the first stage did),
-// then handed to the third stage, which applies it to Badger while this
-// one makes the next batch durable.
-func (s *Store) persistLoop() {
-	defer close(s.persisted)
+// then applied to Badger.
+func (s *Store) applyLoop() {
+	defer close(s.done)
 	for b := range s.staged {
 		if !b.persisted {
 			s.persistAck(b)
 			s.unpersisted.Add(-1)
 		}
-		s.persisted <- b
-	}
-}
-
-// applyLoop is the third stage of the committer: each durable batch, in
-// order, is applied to Badger.
-func (s *Store) applyLoop() {
-	defer close(s.done)
-	for b := range s.persisted {
 		if b.err == nil {
 			s.write(b.encoded)
 		}
@@ -242,7 +234,7 @@ func (s *Store) applyLoop() {
 }
 
 // persistAck makes a staged batch durable in the journal and acknowledges
-// it; the third stage applies it to Badger after (a reader outside the
+// it; the second stage applies it to Badger after (a reader outside the
 // committer waits for what was acknowledged before it: readable). A
 // failure stops the store: every later batch (built on the failed one)
 // fails too. Batches are made durable one at a time, in order.
@@ -354,7 +346,7 @@ func (s *Store) journalBatch(changes []change, raw int) error {
 // when a record would not fit in it.
 func (s *Store) checkpoint(size int64) error {
 	// Every batch the journal holds must be in Badger before Badger is
-	// synced and the journal used again: the third stage may still be
+	// synced and the journal used again: the second stage may still be
 	// applying the ones made durable before this one.
 	s.overlay.readable()
 	bdir := s.cur.Load().dir // a compaction replaces it only while this stage is idle
@@ -479,7 +471,7 @@ func (t *Tx) AfterCommit(fn func()) { t.after = append(t.after, fn) }
 
 // AfterApply runs fn once the batch is durable and a reader outside the
 // committer sees it (Read, Scan): to tell such readers that there is more
-// to read. It runs on the third stage's goroutine, in order, and not at
+// to read. It runs on the second stage's goroutine, in order, and not at
 // all for a batch that could not be made durable.
 func (t *Tx) AfterApply(fn func()) { t.applied = append(t.applied, fn) }
 

@@ -285,7 +285,7 @@ const copyChunk = 1 << 20
 func (s *Store) replace(next string, since uint64) (switched bool, err error) {
 	s.leading.Lock()
 	defer s.leading.Unlock()
-	s.overlay.drained() // the later stages are idle: every batch is in Badger
+	s.overlay.drained() // the second stage is idle: every batch is in Badger
 	if err := s.brokenErr(); err != nil {
 		return false, err
 	}

@@ -6,8 +6,8 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-// A batch is staged once its operations ran: the later stages of the
-// committer have yet to make it durable and apply it to Badger. The batches
+// A batch is staged once its operations ran: the second stage of the
+// committer has yet to make it durable and apply it to Badger. The batches
 // built meanwhile read its changes from the overlay, newest first, above
 // a Badger transaction opened once every batch they do not see there was
 // applied.
@@ -81,7 +81,7 @@ func (o *overlay) readable() {
 }
 
 // drained waits until every batch staged so far is in Badger (or
-// failed): with the first stage held, the others are idle then.
+// failed): with the first stage held, the second is idle then.
 func (o *overlay) drained() {
 	o.mu.Lock()
 	defer o.mu.Unlock()

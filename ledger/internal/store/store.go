@@ -1,9 +1,8 @@
 // Package store is the ledger's storage engine: Badger, made durable one
 // batch at a time through its own journal, with one committer that batches
-// concurrent writes into one transaction (group commit), in three stages:
-// one runs a batch's operations while the second makes the batch before it
-// durable and the third applies the one before that to Badger (commit.go,
-// overlay.go). An operation is a
+// concurrent writes into one transaction (group commit), in two stages: one
+// runs a batch's operations while the other makes the batch before it
+// durable and applies it (commit.go, overlay.go). An operation is a
 // function of the transaction that returns a typed result; it is
 // acknowledged only once its batch is durable. Operations must be
 // pure functions of the transaction: a batch whose store write fails is run
@@ -79,13 +78,12 @@ type Store struct {
 	now      func() time.Time
 	maxBatch int
 
-	mu        sync.RWMutex // guards closed against submissions
-	closed    bool
-	ops       chan *op
-	leading   sync.Mutex        // held while a batch runs its first stage
-	staged    chan *stagedBatch // from the committer's first stage to its second
-	persisted chan *stagedBatch // from its second stage to its third
-	// inflight counts the batches handed to the later stages and not yet
+	mu      sync.RWMutex // guards closed against submissions
+	closed  bool
+	ops     chan *op
+	leading sync.Mutex        // held while a batch runs its first stage
+	staged  chan *stagedBatch // from the committer's first stage to its second
+	// inflight counts the batches handed to the second stage and not yet
 	// applied; unpersisted those of them not yet made durable.
 	inflight    atomic.Int64
 	unpersisted atomic.Int64
@@ -144,7 +142,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 	}
 	s := &Store{opts: opts, dir: dir, minFree: opts.MinFree, now: opts.Now, maxBatch: opts.MaxBatch,
-		ops: make(chan *op, 1024), staged: make(chan *stagedBatch, 1), persisted: make(chan *stagedBatch, 1), done: make(chan struct{})}
+		ops: make(chan *op, 1024), staged: make(chan *stagedBatch, 1), done: make(chan struct{})}
 	s.cur.Store(&handle{db: db, dir: bdir})
 	if !opts.InMemory {
 		s.compactedSize.Store(dirSize(dir))
@@ -168,7 +166,6 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 	}
 	go s.commitLoop()
-	go s.persistLoop()
 	go s.applyLoop()
 	return s, nil
 }
