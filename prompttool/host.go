@@ -44,7 +44,9 @@ func Listen(d Decider, version string) (*Host, error) {
 	h.mux.Handle("/mcp", h.authorize(mcpHTTP))
 	// No idle timeout: a connection Claude Code keeps for its next request
 	// is never closed under it (a request lost that way is a failed hook).
-	h.srv = &http.Server{Handler: h.mux, ReadHeaderTimeout: 10 * time.Second}
+	// A request's body is read before its handler waits (for a
+	// verdict, an approval): ReadTimeout bounds the reading alone.
+	h.srv = &http.Server{Handler: h.mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
 	go h.srv.Serve(ln)
 	return h, nil
 }

@@ -136,12 +136,15 @@ func (h *hookServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		w.Write(claudecode.Answer(api.PreToolUse, v))
 	}()
-	raw, err := readHookBody(req)
-	switch {
-	case !h.authorized(req):
+	if !h.authorized(req) {
+		// Not Claude Code's: its body is not read (it could be endless),
+		// and the connection is closed after the deny.
 		h.r.log.Warn("http hook: a request without the token", "remote", req.RemoteAddr)
+		w.Header().Set("Connection", "close")
 		return
-	case err != nil:
+	}
+	raw, err := readHookBody(req)
+	if err != nil {
 		h.localDeny(raw, err)
 		return
 	}

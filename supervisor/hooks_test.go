@@ -236,3 +236,26 @@ func TestNoProxyLoopback(t *testing.T) {
 		}
 	}
 }
+
+// A request without the token is denied without its body being read: a
+// body that never ends (the model's code holding the listener) gets its
+// answer all the same.
+func TestHookEndpointDoesNotReadAStrangersBody(t *testing.T) {
+	r := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {})
+	h := hooks(r)
+	body, endless := io.Pipe()
+	t.Cleanup(func() { endless.Close() })
+	go endless.Write([]byte(`{"hook_event_name":"PreToolUse",`)) // and nothing more, ever
+	req := httptest.NewRequest("POST", "/hook", body)
+	rec := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() { h.ServeHTTP(rec, req); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer to a request without the token whose body never ends")
+	}
+	if out := gjson.GetBytes(rec.Body.Bytes(), "hookSpecificOutput.permissionDecision").Str; rec.Code != 200 || out != "deny" || rec.Header().Get("Connection") != "close" {
+		t.Errorf("%d %s %v, want 200, a deny, and the connection closed", rec.Code, rec.Body.String(), rec.Header())
+	}
+}
