@@ -154,6 +154,21 @@ func (st *state) check(t testing.TB, s *Store, when string) {
 	}
 }
 
+// checkAfterReopen closes s, opens its directory again, and checks what
+// the test wrote there.
+func (st *state) checkAfterReopen(t *testing.T, s *Store, dir string) {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reopened, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	st.check(t, reopened, "after a reopen")
+}
+
 // A compaction runs beside writers, a deleter and readers that nest a
 // read in a scan, twice over: every write acknowledged before, during and
 // after it reads back as it was written, deleted keys stay deleted, and so
@@ -215,15 +230,7 @@ func TestCompactBesideWritesAndReads(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	st.check(t, s, "after two compactions beside writes")
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	reopened, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reopened.Close()
-	st.check(t, reopened, "after a reopen")
+	st.checkAfterReopen(t, s, dir)
 	if got := badgers(t, dir); len(got) != 1 || got[0] != "db-2" {
 		t.Errorf("the store's Badgers after two compactions: %v, want db-2 alone", got)
 	}

@@ -86,15 +86,7 @@ func TestCompactKeepsADeleteWhoseMarkerBadgerDropped(t *testing.T) {
 		t.Errorf("k/00001 was deleted during the compaction, reads %.20q %v after it", got, err)
 	}
 	st.check(t, s, "after Compact")
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	reopened, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reopened.Close()
-	st.check(t, reopened, "after a reopen")
+	st.checkAfterReopen(t, s, dir)
 }
 
 // A compaction that fails after CURRENT names the new Badger (here the
@@ -295,15 +287,7 @@ func TestOpenBesideACompactionThatSwitches(t *testing.T) {
 		t.Errorf("a second Open beside a compaction: %v, want a LockedError", err)
 	}
 	st.check(t, s, "after a second Open beside a compaction")
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	reopened, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reopened.Close()
-	st.check(t, reopened, "after a reopen")
+	st.checkAfterReopen(t, s, dir)
 }
 
 // A CURRENT that names a Badger which is not there (a store copied without
