@@ -31,7 +31,12 @@ func randomValue() string {
 // before (the first versions were half of it). A large compressible value
 // is stored compressed.
 func TestCompactKeepsWhatIsCurrent(t *testing.T) {
-	s, dir := openTest(t)
+	dir := t.TempDir()
+	s, err := Open(dir, Options{NoAutoCompact: true}) // this Compact alone
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
 	const n, chunk = 40000, 200 // 1 KB values: two generations of about 44 MB
 	values := make(map[int]string, n)
 	value := func(i int) string {
