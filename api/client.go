@@ -61,6 +61,9 @@ func NewClient(socketPath string) *Client { return &Client{SocketPath: socketPat
 type UnavailableError struct {
 	SocketPath string
 	Err        error
+	// Sent: the request was written before the connection failed, so
+	// the daemon may have acted on it. Sending it again could do so twice.
+	Sent bool
 }
 
 func (e *UnavailableError) Error() string {
@@ -71,6 +74,10 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // IsUnavailable reports whether err means the daemon could not be reached.
 func IsUnavailable(err error) bool { var e *UnavailableError; return errors.As(err, &e) }
+
+// NeverSent reports whether err means the daemon could not be reached
+// before the request was written: sending it again cannot repeat it.
+func NeverSent(err error) bool { var e *UnavailableError; return errors.As(err, &e) && !e.Sent }
 
 // StatusError is an error the daemon answered.
 type StatusError struct {

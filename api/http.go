@@ -108,14 +108,14 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 // answered says that the server began to answer.
 func (c *Client) exchange(ctx context.Context, cc *conn, method, path string, body []byte) (*response, bool, error) {
 	stop := context.AfterFunc(ctx, func() { cc.Close() })
-	answered := false
+	answered, sent := false, false
 	fail := func(err error) (*response, bool, error) {
 		stop()
 		cc.Close()
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return nil, answered, &UnavailableError{SocketPath: cc.sock, Err: err}
+		return nil, answered, &UnavailableError{SocketPath: cc.sock, Err: err, Sent: sent}
 	}
 	var req bytes.Buffer
 	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: toolgate\r\n%s: %d\r\n", method, path, HeaderProtocol, ProtocolVersion)
@@ -127,9 +127,11 @@ func (c *Client) exchange(ctx context.Context, cc *conn, method, path string, bo
 	}
 	req.WriteString("\r\n")
 	req.Write(body)
-	if _, err := cc.Write(req.Bytes()); err != nil {
+	if n, err := cc.Write(req.Bytes()); err != nil {
+		sent = n > 0
 		return fail(err)
 	}
+	sent = true
 	tp := textproto.NewReader(cc.r)
 	line, err := tp.ReadLine()
 	if err != nil {

@@ -168,7 +168,8 @@ func parseFlags(p Process) (*api.InstalledHook, error) {
 }
 
 // ask forwards the event to the daemon. An installed hook that finds no
-// daemon starts one and asks again.
+// daemon starts one and asks again, unless the request reached one: the
+// daemon may have recorded it (an execution) before its connection broke.
 func ask(p Process, event string, req api.HookRequest) (api.HookResponse, error) {
 	timeout := Timeout
 	if event == api.PermissionRequest && req.Installed != nil {
@@ -179,7 +180,7 @@ func ask(p Process, event string, req api.HookRequest) (api.HookResponse, error)
 	client := api.NewClient(socketPath(p.Getenv))
 	client.VerifyPeer = api.Trust{Exe: p.DaemonExe, Contained: p.Getenv("TOOLGATE_CONTAINED") == "1"}.Verify
 	resp, err := client.Hook(ctx, req)
-	if err == nil || !api.IsUnavailable(err) || req.Installed == nil || p.StartDaemon == nil {
+	if err == nil || !api.NeverSent(err) || req.Installed == nil || p.StartDaemon == nil {
 		return resp, err
 	}
 	if serr := p.StartDaemon(ctx); serr != nil {

@@ -2,9 +2,11 @@ package hook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,5 +156,47 @@ func TestInstalledHook(t *testing.T) {
 	spooled, _ := os.ReadFile(filepath.Join(dir, "spool", "c1.jsonl"))
 	if !strings.Contains(string(spooled), `"tool_use_id":"toolu_1"`) {
 		t.Errorf("not spooled under the session: %q", spooled)
+	}
+}
+
+// An installed hook starts a daemon and asks again only when none could
+// be reached: a request the daemon read before its connection broke may
+// have been recorded (a PostToolUse: an execution), and asked again it
+// would be recorded twice. The event is spooled instead, and the daemon
+// never started.
+func TestInstalledHookAsksOnceWhenTheRequestWasSent(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "gate.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	requests := make(chan string, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 64<<10)
+			n, _ := c.Read(buf) // the whole request, then gone without an answer
+			requests <- string(buf[:n])
+			c.Close()
+		}
+	}()
+	self, _ := os.Executable()
+	started := 0
+	env := map[string]string{"TOOLGATE_SOCKET": sock, "CLAUDE_PID": "1"}
+	var out, errOut bytes.Buffer
+	code := Main(Process{Args: []string{"--policy", "/p.json", "--approval-timeout", "1m"},
+		Stdin:  strings.NewReader(`{"session_id":"c1","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_1","tool_response":{}}`),
+		Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return env[k] }, DaemonExe: self,
+		StartDaemon: func(context.Context) error { started++; return nil }})
+	if code != 0 || out.Len() != 0 {
+		t.Errorf("exit %d, stdout %q", code, out.String())
+	}
+	if n := len(requests); n != 1 || started != 0 {
+		t.Errorf("%d requests, the daemon started %d times; want the one request, and no daemon started", n, started)
 	}
 }
