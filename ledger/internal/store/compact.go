@@ -26,12 +26,13 @@ import (
 // So Compact writes what is current into a new Badger beside the old one
 // and makes it the store's:
 //
-//  1. Beside writes, it streams every current value at one moment into a
-//     new Badger in the subdirectory db-<n> of the store, which Badger's
-//     StreamWriter lays out as tables and value logs holding nothing else.
+//  1. Beside writes, it copies every current value, as one transaction
+//     pinned before the copy reads them, into a new Badger in the
+//     subdirectory db-<n> of the store, which Badger's StreamWriter lays
+//     out as tables and value logs holding nothing else.
 //  2. It holds the committer (writes wait in its queue, none fails), lets
 //     every acknowledged batch reach Badger, and copies into the new Badger
-//     every key changed since the moment of step 1, as it is now: set or
+//     every key changed since the pinned version, as it is now: set or
 //     deleted. It closes the new Badger, which syncs it.
 //  3. It names the new Badger in the file CURRENT (written whole, then
 //     renamed: the switch is atomic), opens it, starts the journal's next
@@ -168,7 +169,7 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 	// Badger from dropping what changed since: its own compactions drop a
 	// delete marker, and every version under it, once no transaction reads
 	// at an older version, and step 2 would then not see that the key
-	// changed (the value the stream copied would come back).
+	// changed (the value step 1 copied would come back).
 	pin := old.db.NewTransaction(false)
 	since := pin.ReadTs() // step 1 copies what it reads
 	switched := false

@@ -120,6 +120,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	db, err := openBadger(bdir, opts)
 	if err != nil {
+		var locked *LockedError
+		if errors.As(err, &locked) {
+			locked.Dir = dir // the store's, not its subdirectory's
+		}
 		return nil, err
 	}
 	if !opts.InMemory {
@@ -211,8 +215,7 @@ func openBadger(dir string, opts Options) (*badger.DB, error) {
 }
 
 // handle is an open Badger. Readers outside the committer hold it shared
-// (acquire); a compaction that replaces it waits for them before closing
-// it.
+// (view); a compaction that replaces it waits for them before closing it.
 type handle struct {
 	db  *badger.DB
 	dir string // its files: the store's directory, or a subdirectory (compact.go)
