@@ -38,7 +38,7 @@ func TestCompactKeepsWhatIsCurrent(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 	const n, chunk = 40000, 200 // 1 KB values: two generations of about 44 MB
-	values := make(map[int]string, n)
+	st := &state{vals: make(map[string]string, n)}
 	value := func(i int) string {
 		if i == 2 {
 			return strings.Repeat("a compressible value; ", 50)
@@ -49,8 +49,9 @@ func TestCompactKeepsWhatIsCurrent(t *testing.T) {
 		for from := 0; from < n; from += chunk {
 			_, err := Write(ctx, s, func(tx *Tx) (struct{}, error) {
 				for i := from; i < from+chunk; i++ {
-					values[i] = value(i)
-					if err := tx.Put(fmt.Sprintf("v/%05d", i), values[i]); err != nil {
+					key := fmt.Sprintf("v/%05d", i)
+					st.vals[key] = value(i)
+					if err := tx.Put(key, st.vals[key]); err != nil {
 						return struct{}{}, err
 					}
 				}
@@ -62,9 +63,7 @@ func TestCompactKeepsWhatIsCurrent(t *testing.T) {
 		}
 	}
 	for i := 1; i < n; i += 1000 {
-		if _, err := Write(ctx, s, func(tx *Tx) (struct{}, error) { return struct{}{}, tx.Delete(fmt.Sprintf("v/%05d", i)) }); err != nil {
-			t.Fatal(err)
-		}
+		st.write(t, s, fmt.Sprintf("v/%05d", i), "") // deleted
 	}
 	old := `"` + strings.Repeat("stored before compression ", 20) + `"`
 	s.overlay.readable()
@@ -73,27 +72,18 @@ func TestCompactKeepsWhatIsCurrent(t *testing.T) {
 	}
 	check := func(s *Store, when string) {
 		t.Helper()
-		for i := range n {
-			var got string
-			err := s.Read(fmt.Sprintf("v/%05d", i), &got)
-			switch {
-			case i%1000 == 1 && err == nil:
-				t.Fatalf("%s: v/%05d was deleted, reads %.20q", when, i, got)
-			case i%1000 != 1 && (err != nil || got != values[i]):
-				t.Fatalf("%s: v/%05d reads %.20q %v, want %.20q", when, i, got, err, values[i])
-			}
-		}
+		st.check(t, s, when)
 		if raw, err := s.ReadRaw("old/1"); err != nil || string(raw) != old {
 			t.Errorf("%s: the value stored before compression: %q %v", when, raw, err)
 		}
 	}
-	st, err := s.Compact(ctx)
+	cs, err := s.Compact(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("compact: %+v", st)
-	if st.After > st.Before*2/3 || st.After != DiskUsage(dir) {
-		t.Errorf("compact gave back too little: %d bytes before, %d after (%d on disk)", st.Before, st.After, DiskUsage(dir))
+	t.Logf("compact: %+v", cs)
+	if cs.After > cs.Before*2/3 || cs.After != DiskUsage(dir) {
+		t.Errorf("compact gave back too little: %d bytes before, %d after (%d on disk)", cs.Before, cs.After, DiskUsage(dir))
 	}
 	check(s, "after Compact")
 	err = s.view(func(txn *badger.Txn) error {
@@ -102,7 +92,7 @@ func TestCompactKeepsWhatIsCurrent(t *testing.T) {
 			return err
 		}
 		raw, err := item.ValueCopy(nil)
-		if err == nil && (len(raw) == 0 || raw[0] != s2Marker || len(raw) >= len(values[2])) {
+		if err == nil && (len(raw) == 0 || raw[0] != s2Marker || len(raw) >= len(st.vals["v/00002"])) {
 			err = fmt.Errorf("stored as %d bytes, not compressed", len(raw))
 		}
 		return err
