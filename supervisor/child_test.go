@@ -76,8 +76,16 @@ func TestChildExitCodeAndOutputPassThrough(t *testing.T) {
 func TestSignalsAreForwarded(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "TOOLGATE_FAKE_CLAUDE=signal")
-	pipe, _ := cmd.StdoutPipe()
+	// Not cmd.StdoutPipe: Wait closes that pipe once the child exited,
+	// which can be before its last line was read here.
+	pipe, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pipe.Close()
+	cmd.Stdout = w
 	c, err := startChild(cmd)
+	w.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
