@@ -6,8 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/ledger/internal/store"
@@ -106,17 +109,24 @@ func propose(t *tx, p api.Call, hash string) (api.Call, bool, error) {
 	}
 	c = proposal(p)
 	c.InputSHA256, c.ProposedAt = hash, t.Now()
-	raw, err := json.Marshal(c) // once, for the record and its event
+	raw, err := json.Marshal(c) // once, for the event
 	if err != nil {
 		return api.Call{}, false, &store.Error{Err: fmt.Errorf("encode call %s: %w", c.ToolUseID, err)}
 	}
-	if err := t.Set(callKey(c.ToolUseID), raw); err != nil {
+	if err := t.event(KindCallProposed, c.ToolUseID, marshaled(raw)); err != nil {
+		return api.Call{}, false, err
+	}
+	head, err := t.head()
+	if err != nil {
+		return api.Call{}, false, err
+	}
+	if err := t.Put(callKey(c.ToolUseID), storedCall{Call: c, InputAt: head.Seq}); err != nil {
 		return api.Call{}, false, err
 	}
 	if err := t.Set(sessionCallKey(c.SessionID, c.ToolUseID), nil); err != nil {
 		return api.Call{}, false, err
 	}
-	return c, false, t.event(KindCallProposed, c.ToolUseID, marshaled(raw))
+	return c, false, nil
 }
 
 // proposal is what of p a proposal records.
@@ -124,27 +134,106 @@ func proposal(p api.Call) api.Call {
 	return api.Call{ToolUseID: p.ToolUseID, SessionID: p.SessionID, AgentID: p.AgentID, ToolName: p.ToolName, Input: p.Input, Cwd: p.Cwd}
 }
 
-// getCall reads a call inside a transaction.
+// storedCall is a call as the ledger stores it. Its input is stored once:
+// in its call_proposed event, which input_at names (the record is written
+// over as the call is decided and run; the event never is). A call keeps
+// its input itself (input_at 0) when that event is pruned before it, or
+// when it was recorded before 2026-12-02.
+type storedCall struct {
+	api.Call
+	Input   json.RawMessage `json:"input,omitempty"` // when InputAt is 0
+	InputAt uint64          `json:"input_at,omitempty"`
+}
+
+// MarshalJSON writes the input in the record only when no event holds it.
+func (s storedCall) MarshalJSON() ([]byte, error) {
+	type plain storedCall
+	p := plain(s)
+	p.Input = nil
+	if p.InputAt == 0 {
+		p.Input = s.Call.Input
+	}
+	return json.Marshal(p)
+}
+
+// getCall reads a call inside a transaction, with its input.
 func getCall(t *tx, toolUseID string) (api.Call, bool, error) {
 	raw, found, err := t.GetRaw(callKey(toolUseID))
 	if err != nil || !found {
 		return api.Call{}, found, err
 	}
-	c, err := decodeCall(raw)
+	c, at, err := decodeCall(raw)
+	if err == nil && at != 0 {
+		var ev []byte
+		if ev, _, err = t.GetRaw(eventKey(at)); err == nil {
+			c.Input, err = proposedInput(ev, toolUseID, at)
+		}
+	}
 	if err != nil {
 		return api.Call{}, false, &store.Error{Err: fmt.Errorf("decode call %s: %w", toolUseID, err)}
 	}
 	return c, true, nil
 }
 
-// decodeCall reads a stored call. Calls recorded before 2026-12-02 kept
-// their decision nested ("decision") and a failed run as failed_at; they
-// read as the same call.
-func decodeCall(raw []byte) (api.Call, error) {
-	var c api.Call
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return c, err
+// putCall stores a call read by getCall, its input where it was.
+func putCall(t *tx, c api.Call) error {
+	raw, _, err := t.GetRaw(callKey(c.ToolUseID))
+	if err != nil {
+		return err
 	}
+	return t.Put(callKey(c.ToolUseID), storedCall{Call: c, InputAt: gjson.GetBytes(raw, "input_at").Uint()})
+}
+
+// proposedInput is the input of the call toolUseID from its call_proposed
+// event, stored as seq (nil when there is none).
+func proposedInput(event []byte, toolUseID string, seq uint64) (json.RawMessage, error) {
+	r := gjson.GetManyBytes(event, "kind", "subject", "data.input")
+	if r[0].Str != KindCallProposed || r[1].Str != toolUseID || !r[2].Exists() {
+		return nil, fmt.Errorf("its input is in event %d, which is not its proposal: the ledger is damaged (toolgate audit verify)", seq)
+	}
+	return json.RawMessage(r[2].Raw), nil
+}
+
+// callInput fills in the input of a call read outside a transaction, as
+// decodeCall left it, from the event at.
+func (l *Ledger) callInput(c *api.Call, at uint64) error {
+	if at == 0 {
+		return nil
+	}
+	ev, err := l.store.ReadRaw(eventKey(at))
+	if errors.Is(err, ErrNotFound) {
+		// Pruned since the record was read: the record holds it now.
+		raw, rerr := l.store.ReadRaw(callKey(c.ToolUseID))
+		if rerr != nil {
+			return rerr
+		}
+		again, at2, rerr := decodeCall(raw)
+		if rerr == nil && at2 == 0 {
+			c.Input = again.Input
+			return nil
+		}
+		return fmt.Errorf("read call %s: its input is in event %d, which the ledger no longer holds: the ledger is damaged (toolgate audit verify)", c.ToolUseID, at)
+	}
+	if err != nil {
+		return fmt.Errorf("read call %s: %w", c.ToolUseID, err)
+	}
+	if c.Input, err = proposedInput(ev, c.ToolUseID, at); err != nil {
+		return fmt.Errorf("read call %s: %w", c.ToolUseID, err)
+	}
+	return nil
+}
+
+// decodeCall reads a stored call, and the seq of the event that holds its
+// input (0: the record holds it; callInput reads it). Calls recorded
+// before 2026-12-02 kept their decision nested ("decision") and a failed
+// run as failed_at; they read as the same call.
+func decodeCall(raw []byte) (api.Call, uint64, error) {
+	var s storedCall
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return api.Call{}, 0, err
+	}
+	c := s.Call
+	c.Input = s.Input
 	var old struct {
 		Decision *api.Verdict `json:"decision"`
 		FailedAt *time.Time   `json:"failed_at"`
@@ -161,7 +250,7 @@ func decodeCall(raw []byte) (api.Call, error) {
 			c.Failed, c.ExecutedAt = true, old.FailedAt
 		}
 	}
-	return c, nil
+	return c, s.InputAt, nil
 }
 
 // Decide records the verdict that applies to a call. An ask may be
@@ -193,7 +282,7 @@ func setVerdict(t *tx, c api.Call, v api.Verdict) (api.Call, error) {
 		v.DecidedAt = &now
 	}
 	c.Verdict = v
-	if err := t.Put(callKey(c.ToolUseID), c); err != nil {
+	if err := putCall(t, c); err != nil {
 		return api.Call{}, err
 	}
 	return c, t.event(KindCallDecided, c.ToolUseID, v)
@@ -229,7 +318,7 @@ func (l *Ledger) RecordExecution(ctx context.Context, toolUseID string, e Execut
 				kind = KindCallFailed
 			}
 		}
-		if err := t.Put(callKey(toolUseID), c); err != nil {
+		if err := putCall(t, c); err != nil {
 			return api.Call{}, err
 		}
 		if err := t.event(kind, toolUseID, execEvent{toolUseID, c.Executions, e.Failed, e.Outcome}); err != nil {
@@ -278,7 +367,16 @@ func (l *Ledger) Call(ctx context.Context, toolUseID string) (api.Call, error) {
 	if err != nil {
 		return api.Call{}, named("call", toolUseID, err)
 	}
-	return decodeCall(raw)
+	return l.decodeCall(raw)
+}
+
+// decodeCall reads a stored call outside a transaction, with its input.
+func (l *Ledger) decodeCall(raw []byte) (api.Call, error) {
+	c, at, err := decodeCall(raw)
+	if err != nil {
+		return c, err
+	}
+	return c, l.callInput(&c, at)
 }
 
 // WriteBackFor returns the write-back of a call, or ErrNotFound.
@@ -306,7 +404,7 @@ func (l *Ledger) RecordRepeat(ctx context.Context, toolUseID, sessionID string, 
 		if len(c.Repeats) < maxRepeats {
 			c.Repeats = append(c.Repeats, r)
 		}
-		if err := t.Put(callKey(toolUseID), c); err != nil {
+		if err := putCall(t, c); err != nil {
 			return api.Call{}, err
 		}
 		if err := t.Set(sessionCallKey(sessionID, toolUseID), nil); err != nil {
@@ -335,7 +433,7 @@ func (l *Ledger) RecordSeen(ctx context.Context, toolUseID, seen string) error {
 		}
 		if found && c.Seen == "" {
 			c.Seen = seen
-			if err := t.Put(callKey(toolUseID), c); err != nil {
+			if err := putCall(t, c); err != nil {
 				return struct{}{}, err
 			}
 		}

@@ -27,7 +27,7 @@ func (l *Ledger) History(ctx context.Context, since, until time.Time, fn func(ap
 	}
 	h := historyWriter{since: since, until: until, fn: fn, sessions: sessions, sent: map[string]bool{}}
 	return l.store.Scan(ctx, "c/", "c/", func(_, val []byte) error {
-		c, err := decodeCall(val)
+		c, err := l.decodeCall(val)
 		if err != nil {
 			return err
 		}
@@ -91,7 +91,7 @@ func (h *historyWriter) event(kind string, data json.RawMessage) error {
 		}
 		h.sessions[s.ID] = s
 	case KindCallProposed:
-		c, err := decodeCall(data)
+		c, _, err := decodeCall(data) // a proposal: its input is in it
 		if err != nil {
 			return err
 		}

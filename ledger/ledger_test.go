@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -354,12 +355,69 @@ func TestDecodeCallOfTheEarlierShape(t *testing.T) {
 	old := `{"tool_use_id":"t","session_id":"s","tool_name":"Bash","input":{},"input_sha256":"h","proposed_at":"2026-11-29T12:00:00Z",
 	  "decided_at":"2026-11-29T12:00:01Z","failed_at":"2026-11-29T12:00:02Z","executions":1,
 	  "decision":{"effect":"deny","rule_id":"r","reason_code":"x","source":"person","actor":"user:alex","approval_id":"apr_1","decided_at":"2026-11-29T12:00:01Z"}}`
-	c, err := decodeCall([]byte(old))
+	c, at, err := decodeCall([]byte(old))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if at != 0 || string(c.Input) != "{}" {
+		t.Errorf("its input: %s (at %d), want {} in the record", c.Input, at)
 	}
 	if c.Effect != api.EffectDeny || c.RuleID != "r" || c.Actor != "user:alex" || c.ApprovalID != "apr_1" || c.DecidedAt == nil ||
 		!c.Executed || !c.Failed || c.ExecutedAt == nil {
 		t.Errorf("%+v", c)
+	}
+}
+
+// A call's input is stored once, in its call_proposed event: the call's
+// record, written over as the call is decided, run and seen, names that
+// event, and every way of reading the call reads the input from it.
+func TestInputIsStoredOnce(t *testing.T) {
+	l, _ := openTest(t, nil)
+	input := `{"command":"grep -rn needle-7f3a ./src","description":"search"}`
+	p := api.Call{ToolUseID: "toolu_1", SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(input)}
+	if _, _, err := l.Record(ctx, p, api.Verdict{Effect: api.EffectAllow, Source: api.SourcePolicy}, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.RecordOutcomes(ctx, "s1", []api.Outcome{{ToolUseID: "toolu_1", Ran: true, Outcome: "ok", Seen: "3 matches"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.RecordRepeat(ctx, "toolu_1", "s2", api.Verdict{Effect: api.EffectDeny, ReasonCode: "duplicate_tool_use_id"}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := l.store.ReadRaw(callKey("toolu_1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(raw, []byte("needle-7f3a")) {
+		t.Errorf("the call's record holds its input: %s", raw)
+	}
+	held := 0
+	l.store.Scan(ctx, "", "", func(_, val []byte) error {
+		held += bytes.Count(val, []byte("needle-7f3a"))
+		return nil
+	})
+	if held != 1 {
+		t.Errorf("the ledger holds the input %d times, want once", held)
+	}
+	c, err := l.Call(ctx, "toolu_1")
+	if err != nil || string(c.Input) != input || !c.Executed || c.Seen != "3 matches" || len(c.Repeats) != 1 {
+		t.Fatalf("Call: %+v %v", c, err)
+	}
+	calls, err := l.Calls(ctx, CallQuery{})
+	if err != nil || len(calls) != 1 || string(calls[0].Input) != input {
+		t.Errorf("Calls: %+v %v", calls, err)
+	}
+	var history []api.Call
+	if err := l.History(ctx, time.Time{}, time.Time{}, func(h api.HistoryItem) error {
+		if h.Call != nil {
+			history = append(history, *h.Call)
+		}
+		return nil
+	}); err != nil || len(history) != 1 || string(history[0].Input) != input {
+		t.Errorf("History: %+v %v", history, err)
+	}
+	a, _, err := l.CreateApproval(ctx, "toolu_1", ApprovalRequest{Timeout: time.Minute})
+	if err != nil || string(a.Input) != input {
+		t.Errorf("an approval of the call: %+v %v", a, err)
 	}
 }

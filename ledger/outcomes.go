@@ -114,7 +114,7 @@ func recordOutcome(t *tx, sessionID string, o api.Outcome) (OutcomeResult, error
 	if o.Entry != "" {
 		c.TranscriptEntries = append(c.TranscriptEntries, o.Entry)
 	}
-	return r, t.Put(callKey(o.ToolUseID), c)
+	return r, putCall(t, c)
 }
 
 // clipSeen bounds what is kept of the text the model saw.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
 )
 
@@ -67,25 +68,34 @@ func (l *Ledger) Prune(ctx context.Context, before time.Time, by api.Incident, p
 	if err != nil {
 		return rec, err
 	}
-	// Every event up to the base, those a prune cut short left too.
+	for _, keys := range doomed {
+		if err := l.deleteKeys(ctx, keys); err != nil {
+			return rec, err
+		}
+	}
+	// Every event up to the base, those a prune cut short left too. A call
+	// that stays keeps its input, which its call_proposed event held.
 	var keys []string
-	err = l.store.Scan(ctx, eventPrefix, eventPrefix, func(key, _ []byte) error {
-		if eventSeq(key) > rec.BaseSeq {
+	var proposals []proposalAt
+	err = l.store.Scan(ctx, eventPrefix, eventPrefix, func(key, val []byte) error {
+		seq := eventSeq(key)
+		if seq > rec.BaseSeq {
 			return errExported // done
 		}
 		keys = append(keys, string(key))
+		if r := gjson.GetManyBytes(val, "kind", "subject"); r[0].Str == KindCallProposed {
+			proposals = append(proposals, proposalAt{r[1].Str, seq})
+		}
 		return nil
 	})
 	if err != nil && err != errExported {
 		return rec, err
 	}
-	if err := l.deleteKeys(ctx, keys); err != nil {
+	if err := l.keepInputs(ctx, proposals); err != nil {
 		return rec, err
 	}
-	for _, keys := range doomed {
-		if err := l.deleteKeys(ctx, keys); err != nil {
-			return rec, err
-		}
+	if err := l.deleteKeys(ctx, keys); err != nil {
+		return rec, err
 	}
 	st, err := l.store.Compact(ctx)
 	rec.BytesBefore, rec.BytesAfter = st.Before, st.After
@@ -155,6 +165,45 @@ func recordPrune(t *tx, before time.Time, old chainHead, first uint64, sessions,
 	}
 	rec.Event = head.Seq + 1
 	return rec, t.event(KindAuditPruned, "audit", rec)
+}
+
+// proposalAt is a call_proposed event: its call, and its seq.
+type proposalAt struct {
+	toolUseID string
+	seq       uint64
+}
+
+// keepInputs writes the input of each proposal's call into its record,
+// where the record names that event for it (storedCall), a chunk a batch:
+// the events are pruned next.
+func (l *Ledger) keepInputs(ctx context.Context, proposals []proposalAt) error {
+	for len(proposals) > 0 {
+		chunk := proposals[:min(len(proposals), pruneChunk)]
+		proposals = proposals[len(chunk):]
+		_, err := write(ctx, l, func(t *tx) (struct{}, error) {
+			for _, p := range chunk {
+				raw, found, err := t.GetRaw(callKey(p.toolUseID))
+				if err != nil {
+					return struct{}{}, err
+				}
+				if !found || gjson.GetBytes(raw, "input_at").Uint() != p.seq {
+					continue
+				}
+				c, _, err := getCall(t, p.toolUseID)
+				if err != nil {
+					return struct{}{}, err
+				}
+				if err := t.Put(callKey(p.toolUseID), storedCall{Call: c}); err != nil {
+					return struct{}{}, err
+				}
+			}
+			return struct{}{}, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deleteKeys deletes keys, a chunk a batch.

@@ -181,3 +181,63 @@ func TestPruneKeepsDeferredSessions(t *testing.T) {
 		t.Errorf("resume after the prune: %v", err)
 	}
 }
+
+// A session that began before the date and ended after it stays, and so
+// do its calls: their call_proposed events are pruned, and each call keeps
+// the input its event held, through a reopen and a compaction too.
+func TestPruneKeepsTheInputOfACallThatStays(t *testing.T) {
+	c := newClock()
+	l, dir := openTest(t, c)
+	if _, _, err := l.StartSession(ctx, api.Session{ID: "long"}); err != nil {
+		t.Fatal(err)
+	}
+	input := func(i int) string { return fmt.Sprintf(`{"command":"make test-%d"}`, i) }
+	for i := range 3 {
+		call := api.Call{ToolUseID: fmt.Sprintf("toolu_%d", i), SessionID: "long", ToolName: "Bash", Input: json.RawMessage(input(i))}
+		if _, _, err := l.Record(ctx, call, api.Verdict{Effect: api.EffectAllow, Source: api.SourcePolicy}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Add(time.Hour)
+	cut := c.Now()
+	c.Add(time.Hour)
+	if _, err := l.RecordExecution(ctx, "toolu_0", Execution{Outcome: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.EndSession(ctx, "long", api.EndEnded); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := l.Prune(ctx, cut, api.Incident{}, Unpublished)
+	if err != nil || rec.Sessions != 0 || rec.Events == 0 {
+		t.Fatalf("prune: %+v %v", rec, err)
+	}
+	check := func(when string) {
+		t.Helper()
+		calls, err := l.Calls(ctx, CallQuery{SessionID: "long"})
+		if err != nil || len(calls) != 3 {
+			t.Fatalf("%s: the calls: %d %v", when, len(calls), err)
+		}
+		for i, call := range calls {
+			if string(call.Input) != input(i) {
+				t.Errorf("%s: %s's input: %s, want %s", when, call.ToolUseID, call.Input, input(i))
+			}
+		}
+		if res, err := l.Verify(ctx); err != nil || !res.Valid {
+			t.Errorf("%s: verify: %+v %v", when, res, err)
+		}
+	}
+	check("after the prune")
+	l.Close()
+	if l, err = Open(dir, Options{Now: c.Now}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if _, err := l.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("reopened and compacted")
+	if err := l.RecordSeen(ctx, "toolu_1", "built"); err != nil {
+		t.Fatal(err)
+	}
+	check("written over")
+}

@@ -40,7 +40,7 @@ func (l *Ledger) Calls(ctx context.Context, q CallQuery) ([]api.Call, error) {
 		})
 	} else {
 		err = l.store.Scan(ctx, "c/", "c/", func(_, val []byte) error {
-			c, err := decodeCall(val)
+			c, err := l.decodeCall(val)
 			if err != nil {
 				return err
 			}

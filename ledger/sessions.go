@@ -128,7 +128,7 @@ func (l *Ledger) Defer(ctx context.Context, sessionID, toolUseID, claudeSessionI
 			return false, err
 		}
 		c.Deferred, c.ApprovalID, c.ExpiresAt = true, a.ID, &a.ExpiresAt
-		if err := t.Put(callKey(toolUseID), c); err != nil {
+		if err := putCall(t, c); err != nil {
 			return false, err
 		}
 		s.DeferredCall = toolUseID
