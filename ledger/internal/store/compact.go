@@ -29,7 +29,9 @@ import (
 //  1. Beside writes, it copies every current value, as one transaction
 //     pinned before the copy reads them, into a new Badger in the
 //     subdirectory db-<n> of the store, which Badger's StreamWriter lays
-//     out as tables and value logs holding nothing else.
+//     out as tables holding nothing else, values and all, compressed in
+//     blocks (copyOptions). It closes that Badger, and opens it again to
+//     serve.
 //  2. It holds the committer (writes wait in its queue, none fails), lets
 //     every acknowledged batch reach Badger, and copies into the new Badger
 //     every key changed since the pinned version, as it is now: set or
@@ -37,7 +39,7 @@ import (
 //  3. It names the new Badger in the file CURRENT (written whole, then
 //     renamed: the switch is atomic), starts the journal's next generation
 //     (everything it held is in both Badgers) and lets the committer go on
-//     with the new Badger, open since step 1.
+//     with the new Badger.
 //  4. It retires the old Badger once the readers still in it are done
 //     (view), and removes its files.
 //
@@ -173,9 +175,7 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 	// changed (the value step 1 copied would come back).
 	pin := old.db.NewTransaction(false)
 	since := pin.ReadTs() // step 1 copies what it reads
-	// The new Badger is opened once: it is written by both copies, then
-	// serves the store.
-	ndb, err := openBadger(next, s.opts)
+	ndb, err := openBadger(copyOptions(next, s.opts))
 	if err != nil {
 		pin.Discard()
 		return st, fmt.Errorf("compact: %w", err)
@@ -183,12 +183,27 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 	switched := false
 	err = s.copyCurrent(ctx, pin, ndb, next)
 	if err == nil {
+		// Closed, the copy is on disk; opened again, it is ready to serve
+		// (values written from now on go to its value log), before writes
+		// wait for step 2.
+		err = ndb.Close()
+		ndb = nil
+		if err == nil {
+			ndb, err = openBadger(badgerOptions(next, s.opts))
+		}
+		if err != nil {
+			err = fmt.Errorf("compact: %w", err)
+		}
+	}
+	if err == nil {
 		compactStep("copied")
 		switched, err = s.replace(ndb, next, since)
 	}
 	pin.Discard()
 	if err != nil {
-		ndb.Close()
+		if ndb != nil {
+			ndb.Close()
+		}
 		if !switched { // once CURRENT names it, next is the store's Badger
 			os.RemoveAll(next)
 		}
@@ -245,6 +260,11 @@ func (s *Store) copyCurrent(ctx context.Context, pin *badger.Txn, ndb *badger.DB
 		}
 		return nil
 	}
+	// Each stream of the StreamWriter builds its own tables: a new stream
+	// every copyTableRaw bytes bounds what a table holds before it is
+	// compressed (Badger ends a table at 2 MB compressed, which can be
+	// hundreds of MB of a ledger's values, all held while it is built).
+	stream, inStream := uint32(1), 0
 	it := pin.NewIterator(badger.IteratorOptions{PrefetchValues: false})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
@@ -258,6 +278,11 @@ func (s *Store) copyCurrent(ctx context.Context, pin *badger.Txn, ndb *badger.DB
 			sw.Cancel()
 			return fmt.Errorf("compact: %w", err)
 		}
+		// Into the tables as written: zstd compresses them there, a block
+		// at a time, far better than one by one (copyOptions).
+		if raw, err := decodeValue(val); err == nil && len(raw) <= copyInlineMax {
+			val = raw
+		}
 		// Each value read maps its page of the old value log, and the
 		// kernel maps the cached pages around it too (fault-around): in
 		// key order the copy would soon have every value-log file
@@ -267,8 +292,13 @@ func (s *Store) copyCurrent(ctx context.Context, pin *badger.Txn, ndb *badger.DB
 		if read++; read%2048 == 0 {
 			releaseMapped(s.cur.Load().dir)
 		}
+		if inStream >= copyTableRaw {
+			badger.KVToBuffer(&pb.KV{StreamId: stream, StreamDone: true}, buf)
+			stream, inStream = stream+1, 0
+		}
+		inStream += len(val) + int(item.KeySize())
 		kv := &pb.KV{Key: item.KeyCopy(nil), Value: val, UserMeta: []byte{item.UserMeta()},
-			Version: item.Version(), ExpiresAt: item.ExpiresAt(), StreamId: 1}
+			Version: item.Version(), ExpiresAt: item.ExpiresAt(), StreamId: stream}
 		badger.KVToBuffer(kv, buf)
 		if buf.LenNoPadding() >= copyChunk {
 			if err := send(); err != nil {
@@ -290,6 +320,9 @@ func (s *Store) copyCurrent(ctx context.Context, pin *badger.Txn, ndb *badger.DB
 // copyChunk is what the copy writes at a time, between two looks at the
 // free space.
 const copyChunk = 1 << 20
+
+// copyTableRaw bounds what one table of a compaction holds, uncompressed.
+const copyTableRaw = 2 << 20
 
 // replace is steps 2 and 3: ndb, open in next, becomes the store's
 // Badger. Once CURRENT names it it is the store's (switched): a failure

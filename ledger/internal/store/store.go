@@ -118,7 +118,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if testHookOpen != nil {
 		testHookOpen()
 	}
-	db, err := openBadger(bdir, opts)
+	db, err := openBadger(badgerOptions(bdir, opts))
 	if err != nil {
 		var locked *LockedError
 		if errors.As(err, &locked) {
@@ -202,12 +202,12 @@ func recoverJournal(db *badger.DB, dir, bdir string) (*journal, error) {
 	return j, nil
 }
 
-// openBadger opens the Badger files in dir.
-func openBadger(dir string, opts Options) (*badger.DB, error) {
-	db, err := badger.Open(badgerOptions(dir, opts))
+// openBadger opens a Badger.
+func openBadger(o badger.Options) (*badger.DB, error) {
+	db, err := badger.Open(o)
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
-			return nil, &LockedError{Dir: dir, Err: err}
+			return nil, &LockedError{Dir: o.Dir, Err: err}
 		}
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
@@ -264,13 +264,15 @@ func (e *LockedError) Unwrap() error { return e.Err }
 
 // badgerOptions are tuned for a small per-user daemon: small memtables and
 // caches, and Badger's logging routed to slog. Values of 64 bytes or more
-// (every record and event, compressed: codec.go) live in the value log, so
-// the LSM tree holds keys and pointers only: compaction then needs little
-// memory (100k calls of 1 KB: about 30 MB of heap instead of 100-340 MB;
-// with compressed values under the old 256-byte threshold in the tree,
-// its table builders held 50 MB) and writes stay fast. Badger does not
-// sync its writes: the journal makes each batch durable first, with one
-// fdatasync instead of Badger's two (see journal.go).
+// (every record and event, compressed: codec.go) are written to the value
+// log, so the tables Badger builds as it goes hold keys and pointers only:
+// its own compactions then need little memory (100k calls of 1 KB: about
+// 30 MB of heap instead of 100-340 MB) and writes stay fast. What the
+// store's compaction copied is in tables, values and all, compressed
+// (copyOptions): tables are compressed with zstd, so that those Badger
+// rewrites stay so. Badger does not sync its writes: the journal makes
+// each batch durable first, with one fdatasync instead of Badger's two
+// (see journal.go).
 func badgerOptions(dir string, opts Options) badger.Options {
 	b := badger.DefaultOptions(dir)
 	if opts.InMemory {
@@ -291,9 +293,32 @@ func badgerOptions(dir string, opts Options) badger.Options {
 		WithValueLogFileSize(32 << 20).
 		WithNumCompactors(2).
 		WithNumGoroutines(2).
-		WithCompression(options.None).
+		WithCompression(options.ZSTD).
 		WithDetectConflicts(false) // one committer: there is nothing to conflict with
 }
+
+// copyOptions are the options of the Badger a compaction writes (step 1),
+// until it is opened again with badgerOptions to serve: values of up to
+// copyInlineMax bytes, as they were written (not compressed one by one),
+// go into its tables, whose 64 KB blocks zstd compresses together, the
+// calls and events of a ledger being much alike (100k calls with 1 KB
+// inputs: 3.1 KB a call in the value log, under 1 KB so). Larger values
+// stay in its value log. A table holds copyTableRaw bytes at most
+// (compact.go), for which its builder's first buffer has room: Badger's
+// StreamWriter sizes it for a table of the last level, which would be
+// 64 MB (and take twice that in memory while built).
+func copyOptions(dir string, opts Options) badger.Options {
+	b := badgerOptions(dir, opts).
+		WithValueThreshold(copyInlineMax).
+		WithBlockSize(64 << 10).
+		WithZSTDCompressionLevel(3).
+		WithBaseTableSize(copyTableRaw)
+	b.TableSizeMultiplier = 1
+	return b
+}
+
+// copyInlineMax is the largest value a compaction puts in a table.
+const copyInlineMax = 16 << 10
 
 // Close stops accepting operations, waits for those already submitted, and
 // closes Badger.
