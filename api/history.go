@@ -12,7 +12,8 @@ import (
 
 // RouteHistory streams the recorded calls for a replay (toolgate policy
 // diff --history), on approve.sock: the calls proposed in a time window,
-// each preceded once by what the gate knew of its session.
+// as proposed (how each was decided, and what ran, is in the audit), each
+// preceded once by what the gate knew of its session.
 const RouteHistory = "GET /v1/history"
 
 // HistoryItem is one line of GET /v1/history: a session or a call. A

@@ -14,7 +14,7 @@ import (
 )
 
 // GET /v1/history on approve.sock streams the recorded calls of a window,
-// each after what the gate knew of its session: the working directory and
+// as proposed, each after what the gate knew of its session: the working directory and
 // home it registered with and the tools its MCP servers published (the
 // names the daemon keeps them under are the ones a replay reads). It is
 // not on gate.sock, and a bad bound is refused.
@@ -44,7 +44,10 @@ func TestHistoryRoute(t *testing.T) {
 		hs.PolicySHA256 != s.PolicySHA256 || hs.PolicyVersion != s.PolicyVersion {
 		t.Errorf("session %+v", hs)
 	}
-	if call := items[1].Call; call.ToolUseID != "toolu_h1" || call.ReasonCode != api.ReasonSchemaInvalid {
+	// The call as proposed, what a replay decides on; how it was decided
+	// is in the audit.
+	if call := items[1].Call; call.ToolUseID != "toolu_h1" || call.SessionID != s.ID || call.ToolName != "mcp__gh__pr" ||
+		string(call.Input) != "{}" || call.ProposedAt.IsZero() {
 		t.Errorf("call %+v", call)
 	}
 	n := 0

@@ -8,14 +8,22 @@ import (
 	"io"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
 )
 
 // History calls fn with the recorded calls proposed in [since, until) (a
-// zero bound is none), in tool_use_id order, each preceded once by what
-// the gate knew of its session (api.HistorySessionOf); a call whose session
-// is not recorded comes alone. It reads one call at a time: a replay of the
-// whole ledger holds no more than one call in memory here.
+// zero bound is none), each preceded once by what the gate knew of its
+// session (api.HistorySessionOf); a call whose session is not recorded
+// comes alone. Each call is as proposed (what a replay decides on), as
+// ReadHistory reads it from an export: first the calls whose records hold
+// their input (their call_proposed event was pruned, or they were
+// recorded before 2026-12-02), then the others, in the order they were
+// proposed, from their call_proposed events. The events are read in the
+// order they are stored, each block of them once: read through each
+// call's record, one block for each call, a replay of 100,000 calls took
+// four times as long. It holds one call in memory at a time, and the ids
+// of the calls whose records hold their input.
 func (l *Ledger) History(ctx context.Context, since, until time.Time, fn func(api.HistoryItem) error) error {
 	all, err := l.Sessions(ctx)
 	if err != nil {
@@ -26,10 +34,33 @@ func (l *Ledger) History(ctx context.Context, since, until time.Time, fn func(ap
 		sessions[s.ID] = s
 	}
 	h := historyWriter{since: since, until: until, fn: fn, sessions: sessions, sent: map[string]bool{}}
-	return l.store.Scan(ctx, "c/", "c/", func(_, val []byte) error {
-		c, err := l.decodeCall(val)
+	held := map[string]bool{}
+	err = l.store.Scan(ctx, "c/", "c/", func(_, val []byte) error {
+		if !gjson.GetBytes(val, "input").Exists() {
+			return nil // in its call_proposed event
+		}
+		c, _, err := decodeCall(val)
 		if err != nil {
 			return err
+		}
+		held[c.ToolUseID] = true
+		return h.call(c)
+	})
+	if err != nil {
+		return err
+	}
+	base, err := l.readBase()
+	if err != nil {
+		return err
+	}
+	return l.store.Scan(ctx, eventPrefix, eventKey(base.Seq+1), func(key, val []byte) error {
+		r := gjson.GetManyBytes(val, "kind", "subject")
+		if r[0].Str != KindCallProposed || held[r[1].Str] {
+			return nil
+		}
+		c, _, err := decodeCall([]byte(gjson.GetBytes(val, "data").Raw))
+		if err != nil {
+			return fmt.Errorf("event %d: %w", eventSeq(key), err)
 		}
 		return h.call(c)
 	})

@@ -241,3 +241,61 @@ func TestPruneKeepsTheInputOfACallThatStays(t *testing.T) {
 	}
 	check("written over")
 }
+
+// History gives every call once, as proposed: those whose call_proposed
+// event a prune removed from their records, those recorded before the
+// input was stored once (their records hold it, and so do their events),
+// and the others from their events.
+func TestHistoryOfAPrunedLedger(t *testing.T) {
+	c := newClock()
+	l, _ := openTest(t, c)
+	if _, _, err := l.StartSession(ctx, api.Session{ID: "long"}); err != nil {
+		t.Fatal(err)
+	}
+	propose := func(id string) {
+		call := api.Call{ToolUseID: id, SessionID: "long", ToolName: "Bash", Input: json.RawMessage(`{"command":"` + id + `"}`)}
+		if _, _, err := l.Record(ctx, call, api.Verdict{Effect: api.EffectAllow, Source: api.SourcePolicy}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	propose("toolu_pruned")
+	c.Add(time.Hour)
+	cut := c.Now()
+	propose("toolu_earlier_shape")
+	// As a record was stored before 2026-12-02: its input in it.
+	_, err := write(ctx, l, func(t *tx) (struct{}, error) {
+		call, _, err := getCall(t, "toolu_earlier_shape")
+		if err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, t.Put(callKey(call.ToolUseID), storedCall{Call: call})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	propose("toolu_after")
+	if _, err := l.Prune(ctx, cut, api.Incident{}, Unpublished); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	err = l.History(ctx, time.Time{}, time.Time{}, func(h api.HistoryItem) error {
+		if h.Call != nil {
+			if _, again := got[h.Call.ToolUseID]; again {
+				t.Errorf("%s came twice", h.Call.ToolUseID)
+			}
+			got[h.Call.ToolUseID] = string(h.Call.Input)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"toolu_pruned", "toolu_earlier_shape", "toolu_after"} {
+		if got[id] != `{"command":"`+id+`"}` {
+			t.Errorf("%s: %q", id, got[id])
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("history: %v", got)
+	}
+}
