@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
-
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/ledger/internal/store"
 )
