@@ -194,30 +194,38 @@ func proposedInput(event []byte, toolUseID string, seq uint64) (json.RawMessage,
 }
 
 // callInput fills in the input of a call read outside a transaction, as
-// decodeCall left it, from the event at.
+// decodeCall left it, from the event at. A call pruned since its record
+// was read (its record, then its event removed) is not found.
 func (l *Ledger) callInput(c *api.Call, at uint64) error {
-	if at == 0 {
-		return nil
-	}
-	ev, err := l.store.ReadRaw(eventKey(at))
-	if errors.Is(err, ErrNotFound) {
-		// Pruned since the record was read: the record holds it now.
-		raw, rerr := l.store.ReadRaw(callKey(c.ToolUseID))
-		if rerr != nil {
-			return rerr
+	for at != 0 {
+		ev, err := l.store.ReadRaw(eventKey(at))
+		if err == nil {
+			if c.Input, err = proposedInput(ev, c.ToolUseID, at); err != nil {
+				return fmt.Errorf("read call %s: %w", c.ToolUseID, err)
+			}
+			return nil
 		}
-		again, at2, rerr := decodeCall(raw)
-		if rerr == nil && at2 == 0 {
+		if !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("read call %s: %w", c.ToolUseID, err)
+		}
+		// Pruned since the record was read: the record holds it now, or
+		// the call was pruned too (and maybe proposed again since).
+		raw, err := l.store.ReadRaw(callKey(c.ToolUseID))
+		if err != nil {
+			return named("call", c.ToolUseID, err)
+		}
+		again, at2, err := decodeCall(raw)
+		if err != nil {
+			return fmt.Errorf("read call %s: %w", c.ToolUseID, err)
+		}
+		if at2 == at {
+			return fmt.Errorf("read call %s: its input is in event %d, which the ledger no longer holds: the ledger is damaged (toolgate audit verify)", c.ToolUseID, at)
+		}
+		if at2 == 0 {
 			c.Input = again.Input
 			return nil
 		}
-		return fmt.Errorf("read call %s: its input is in event %d, which the ledger no longer holds: the ledger is damaged (toolgate audit verify)", c.ToolUseID, at)
-	}
-	if err != nil {
-		return fmt.Errorf("read call %s: %w", c.ToolUseID, err)
-	}
-	if c.Input, err = proposedInput(ev, c.ToolUseID, at); err != nil {
-		return fmt.Errorf("read call %s: %w", c.ToolUseID, err)
+		*c, at = again, at2 // pruned, and proposed again since
 	}
 	return nil
 }

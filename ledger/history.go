@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/ledger/internal/store"
 )
 
 // History calls fn with the recorded calls proposed in [since, until) (a
@@ -19,11 +21,17 @@ import (
 // ReadHistory reads it from an export: first the calls whose records hold
 // their input (their call_proposed event was pruned, or they were
 // recorded before 2026-12-02), then the others, in the order they were
-// proposed, from their call_proposed events. The events are read in the
-// order they are stored, each block of them once: read through each
-// call's record, one block for each call, a replay of 100,000 calls took
-// four times as long. It holds one call in memory at a time, and the ids
-// of the calls whose records hold their input.
+// proposed, from the call_proposed events their records name (input_at):
+// not a call_proposed event of a call a prune removed since (a fleet's
+// prune keeps events it has not published), nor an earlier proposal of a
+// tool_use_id proposed again after that. The events are read in the order
+// they are stored, each block of them once: read through each call's
+// record, one block for each call, a replay of 100,000 calls took four
+// times as long. Both are read in one view of the ledger, so that a prune
+// moving inputs from events to records meanwhile loses none; the events
+// before the chain's base are read too (a prune cut short leaves some,
+// which records still name). It holds one call in memory at a time, and
+// the seq of each call_proposed event a record names (8 bytes a call).
 func (l *Ledger) History(ctx context.Context, since, until time.Time, fn func(api.HistoryItem) error) error {
 	all, err := l.Sessions(ctx)
 	if err != nil {
@@ -34,35 +42,45 @@ func (l *Ledger) History(ctx context.Context, since, until time.Time, fn func(ap
 		sessions[s.ID] = s
 	}
 	h := historyWriter{since: since, until: until, fn: fn, sessions: sessions, sent: map[string]bool{}}
-	held := map[string]bool{}
-	err = l.store.Scan(ctx, "c/", "c/", func(_, val []byte) error {
-		if !gjson.GetBytes(val, "input").Exists() {
-			return nil // in its call_proposed event
-		}
-		c, _, err := decodeCall(val)
+	return l.store.View(ctx, func(scan store.ScanFunc) error {
+		var at []uint64 // the events the records name
+		err := scan("c/", "c/", func(_, val []byte) error {
+			if seq := gjson.GetBytes(val, "input_at").Uint(); seq != 0 {
+				at = append(at, seq)
+				return nil // in its call_proposed event
+			}
+			c, _, err := decodeCall(val)
+			if err != nil {
+				return err
+			}
+			return h.call(c)
+		})
 		if err != nil {
 			return err
 		}
-		held[c.ToolUseID] = true
-		return h.call(c)
-	})
-	if err != nil {
-		return err
-	}
-	base, err := l.readBase()
-	if err != nil {
-		return err
-	}
-	return l.store.Scan(ctx, eventPrefix, eventKey(base.Seq+1), func(key, val []byte) error {
-		r := gjson.GetManyBytes(val, "kind", "subject")
-		if r[0].Str != KindCallProposed || held[r[1].Str] {
-			return nil
+		slices.Sort(at)
+		err = scan(eventPrefix, eventPrefix, func(key, val []byte) error {
+			seq := eventSeq(key)
+			if len(at) > 0 && at[0] < seq {
+				return fmt.Errorf("a call's input is in event %d, which the ledger no longer holds: the ledger is damaged (toolgate audit verify)", at[0])
+			}
+			if len(at) == 0 || at[0] != seq {
+				return nil // not a call's, or one no record names
+			}
+			at = at[1:]
+			if gjson.GetBytes(val, "kind").Str != KindCallProposed {
+				return fmt.Errorf("a call's input is in event %d, which is not its proposal: the ledger is damaged (toolgate audit verify)", seq)
+			}
+			c, _, err := decodeCall([]byte(gjson.GetBytes(val, "data").Raw))
+			if err != nil {
+				return fmt.Errorf("event %d: %w", seq, err)
+			}
+			return h.call(c)
+		})
+		if err == nil && len(at) > 0 {
+			err = fmt.Errorf("a call's input is in event %d, which the ledger no longer holds: the ledger is damaged (toolgate audit verify)", at[0])
 		}
-		c, _, err := decodeCall([]byte(gjson.GetBytes(val, "data").Raw))
-		if err != nil {
-			return fmt.Errorf("event %d: %w", eventSeq(key), err)
-		}
-		return h.call(c)
+		return err
 	})
 }
 

@@ -33,6 +33,9 @@ func (l *Ledger) Calls(ctx context.Context, q CallQuery) ([]api.Call, error) {
 		prefix := "cs/" + q.SessionID + "/"
 		err = l.store.Scan(ctx, prefix, prefix, func(key, _ []byte) error {
 			c, err := l.Call(ctx, string(key[len(prefix):]))
+			if errors.Is(err, ErrNotFound) {
+				return nil // pruned since (or a repeat of a call pruned with its own session)
+			}
 			if err != nil {
 				return err
 			}
@@ -41,6 +44,9 @@ func (l *Ledger) Calls(ctx context.Context, q CallQuery) ([]api.Call, error) {
 	} else {
 		err = l.store.Scan(ctx, "c/", "c/", func(_, val []byte) error {
 			c, err := l.decodeCall(val)
+			if errors.Is(err, ErrNotFound) {
+				return nil // pruned since the scan read its record
+			}
 			if err != nil {
 				return err
 			}

@@ -56,25 +56,41 @@ func iteratorOptions(prefix string, values bool) badger.IteratorOptions {
 // is returned.
 func (s *Store) Scan(ctx context.Context, prefix, start string, fn func(key, val []byte) error) error {
 	s.overlay.readable()
+	return s.view(func(txn *badger.Txn) error { return scanTxn(ctx, txn, prefix, start, fn) })
+}
+
+// ScanFunc is Scan, in a view.
+type ScanFunc func(prefix, start string, fn func(key, val []byte) error) error
+
+// View calls fn with a scan whose every call reads one consistent view:
+// the store as it was when View began, whatever is written meanwhile.
+func (s *Store) View(ctx context.Context, fn func(scan ScanFunc) error) error {
+	s.overlay.readable()
 	return s.view(func(txn *badger.Txn) error {
-		it := txn.NewIterator(iteratorOptions(prefix, true))
-		defer it.Close()
-		for it.Seek([]byte(start)); it.ValidForPrefix([]byte(prefix)); it.Next() {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			item := it.Item()
-			val, err := item.ValueCopy(nil)
-			if err == nil {
-				val, err = decodeValue(val)
-			}
-			if err != nil {
-				return err
-			}
-			if err := fn(item.KeyCopy(nil), val); err != nil {
-				return err
-			}
-		}
-		return nil
+		return fn(func(prefix, start string, f func(key, val []byte) error) error {
+			return scanTxn(ctx, txn, prefix, start, f)
+		})
 	})
+}
+
+func scanTxn(ctx context.Context, txn *badger.Txn, prefix, start string, fn func(key, val []byte) error) error {
+	it := txn.NewIterator(iteratorOptions(prefix, true))
+	defer it.Close()
+	for it.Seek([]byte(start)); it.ValidForPrefix([]byte(prefix)); it.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		item := it.Item()
+		val, err := item.ValueCopy(nil)
+		if err == nil {
+			val, err = decodeValue(val)
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(item.KeyCopy(nil), val); err != nil {
+			return err
+		}
+	}
+	return nil
 }

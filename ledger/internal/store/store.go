@@ -294,6 +294,9 @@ func badgerOptions(dir string, opts Options) badger.Options {
 		WithNumCompactors(2).
 		WithNumGoroutines(2).
 		WithCompression(options.ZSTD).
+		// Badger has one zstd encoder a process, made at the level of the
+		// first table it compresses: every Badger asks for the same.
+		WithZSTDCompressionLevel(zstdLevel).
 		WithDetectConflicts(false) // one committer: there is nothing to conflict with
 }
 
@@ -311,11 +314,13 @@ func copyOptions(dir string, opts Options) badger.Options {
 	b := badgerOptions(dir, opts).
 		WithValueThreshold(copyInlineMax).
 		WithBlockSize(64 << 10).
-		WithZSTDCompressionLevel(3).
 		WithBaseTableSize(copyTableRaw)
 	b.TableSizeMultiplier = 1
 	return b
 }
+
+// zstdLevel is the level of zstd of every table (copyOptions' above all).
+const zstdLevel = 3
 
 // copyInlineMax is the largest value a compaction puts in a table.
 const copyInlineMax = 16 << 10
