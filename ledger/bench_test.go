@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
 )
 
@@ -170,12 +171,13 @@ func procStatus(tb testing.TB, field string) int64 {
 }
 
 // BenchmarkLedgerDisk100k reports the disk a ledger takes per call after
-// 100,000 calls and a compaction (allocated blocks), for two shapes of
+// 100,000 calls and a compaction (allocated blocks), for three shapes of
 // call: a proposal of 1 KB of one repeated letter (BenchmarkLedger100k's,
-// which compresses to almost nothing), and a whole gated call (proposed,
+// which compresses to almost nothing); a whole gated call (proposed,
 // decided with its write-back, run, what the model saw: what toolgate run
-// records) whose 1 KB input is text-like (words and numbers). Run it with
-// -benchtime 1x.
+// records) whose 1 KB input is text-like (words and numbers); and the
+// same whose output, what the model saw, is 1 KB of such text too. Run it
+// with -benchtime 1x.
 func BenchmarkLedgerDisk100k(b *testing.B) {
 	const n = 100_000
 	words := strings.Fields("the go test run build make git commit push pull status diff log main src internal pkg cmd file path read " +
@@ -193,7 +195,7 @@ func BenchmarkLedgerDisk100k(b *testing.B) {
 		}
 		return json.RawMessage(`{"command":"` + sb.String()[:1000] + `","description":"step"}`)
 	}
-	for _, shape := range []string{"proposals", "gated"} {
+	for _, shape := range []string{"proposals", "gated", "gated_output"} {
 		b.Run("shape="+shape, func(b *testing.B) {
 			for b.Loop() {
 				dir := b.TempDir()
@@ -221,6 +223,9 @@ func BenchmarkLedgerDisk100k(b *testing.B) {
 								return
 							}
 							o := api.Outcome{ToolUseID: c.ToolUseID, Ran: true, Outcome: "ok", Seen: "(Bash completed with no output)"}
+							if shape == "gated_output" {
+								o.Seen = gjson.GetBytes(text(n+i), "command").Str
+							}
 							if _, err := l.RecordOutcomes(ctx, c.SessionID, []api.Outcome{o}); err != nil {
 								b.Error(err)
 								return

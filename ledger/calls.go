@@ -133,39 +133,55 @@ func proposal(p api.Call) api.Call {
 	return api.Call{ToolUseID: p.ToolUseID, SessionID: p.SessionID, AgentID: p.AgentID, ToolName: p.ToolName, Input: p.Input, Cwd: p.Cwd}
 }
 
-// storedCall is a call as the ledger stores it. Its input is stored once:
-// in its call_proposed event, which input_at names (the record is written
-// over as the call is decided and run; the event never is). A call keeps
-// its input itself (input_at 0) when that event is pruned before it, or
-// when it was recorded before 2026-12-02.
+// storedCall is a call as the ledger stores it. Its input and what the
+// model saw are stored once: in its call_proposed event and in its first
+// call_seen event, which input_at and seen_at name (the record is written
+// over as the call is decided and run; the events never are). A call
+// keeps them itself (input_at, seen_at 0) once those events are pruned
+// before it, or when it was recorded before 2026-12-02.
 type storedCall struct {
 	api.Call
 	Input   json.RawMessage `json:"input,omitempty"` // when InputAt is 0
 	InputAt uint64          `json:"input_at,omitempty"`
+	Seen    string          `json:"seen,omitempty"` // when SeenAt is 0
+	SeenAt  uint64          `json:"seen_at,omitempty"`
 }
 
-// MarshalJSON writes the input in the record only when no event holds it.
+// MarshalJSON writes the input, and what the model saw, in the record only
+// when no event holds them.
 func (s storedCall) MarshalJSON() ([]byte, error) {
 	type plain storedCall
 	p := plain(s)
-	p.Input = nil
+	p.Input, p.Seen = nil, ""
 	if p.InputAt == 0 {
 		p.Input = s.Call.Input
+	}
+	if p.SeenAt == 0 {
+		p.Seen = s.Call.Seen
 	}
 	return json.Marshal(p)
 }
 
-// getCall reads a call inside a transaction, with its input.
+// refs are the events a call's record names for what it does not hold
+// itself: its input (call_proposed) and what the model saw (call_seen).
+type refs struct{ input, seen uint64 }
+
+// getCall reads a call inside a transaction, with its input and what the
+// model saw.
 func getCall(t *tx, toolUseID string) (api.Call, bool, error) {
 	raw, found, err := t.GetRaw(callKey(toolUseID))
 	if err != nil || !found {
 		return api.Call{}, found, err
 	}
-	c, at, err := decodeCall(raw)
-	if err == nil && at != 0 {
-		var ev []byte
-		if ev, _, err = t.GetRaw(eventKey(at)); err == nil {
-			c.Input, err = proposedInput(ev, toolUseID, at)
+	c, r, err := decodeCall(raw)
+	if err == nil {
+		var missing uint64
+		missing, err = joinEvents(&c, r, func(seq uint64) ([]byte, error) {
+			ev, _, err := t.GetRaw(eventKey(seq))
+			return ev, err
+		})
+		if missing != 0 {
+			err = fmt.Errorf("its record names event %d, which the ledger does not hold: the ledger is damaged (toolgate audit verify)", missing)
 		}
 	}
 	if err != nil {
@@ -174,39 +190,81 @@ func getCall(t *tx, toolUseID string) (api.Call, bool, error) {
 	return c, true, nil
 }
 
-// putCall stores a call read by getCall, its input where it was.
-func putCall(t *tx, c api.Call) error {
+// putCall stores a call read by getCall, its input and what the model saw
+// where they were.
+func putCall(t *tx, c api.Call) error { return putCallSeenAt(t, c, 0) }
+
+// putCallSeenAt stores a call read by getCall; seenAt, when not 0, is the
+// call_seen event that holds what the model saw, c.Seen, set by the
+// operation.
+func putCallSeenAt(t *tx, c api.Call, seenAt uint64) error {
 	raw, _, err := t.GetRaw(callKey(c.ToolUseID))
 	if err != nil {
 		return err
 	}
-	return t.Put(callKey(c.ToolUseID), storedCall{Call: c, InputAt: gjson.GetBytes(raw, "input_at").Uint()})
-}
-
-// proposedInput is the input of the call toolUseID from its call_proposed
-// event, stored as seq (nil when there is none).
-func proposedInput(event []byte, toolUseID string, seq uint64) (json.RawMessage, error) {
-	r := gjson.GetManyBytes(event, "kind", "subject", "data.input")
-	if r[0].Str != KindCallProposed || r[1].Str != toolUseID || !r[2].Exists() {
-		return nil, fmt.Errorf("its input is in event %d, which is not its proposal: the ledger is damaged (toolgate audit verify)", seq)
+	at := gjson.GetManyBytes(raw, "input_at", "seen_at")
+	s := storedCall{Call: c, InputAt: at[0].Uint(), SeenAt: at[1].Uint()}
+	if seenAt != 0 {
+		s.SeenAt = seenAt
 	}
-	return json.RawMessage(r[2].Raw), nil
+	return t.Put(callKey(c.ToolUseID), s)
 }
 
-// callInput fills in the input of a call read outside a transaction, as
-// decodeCall left it, from the event at. A call pruned since its record
-// was read (its record, then its event removed) is not found.
-func (l *Ledger) callInput(c *api.Call, at uint64) error {
-	for at != 0 {
-		ev, err := l.store.ReadRaw(eventKey(at))
-		if err == nil {
-			if c.Input, err = proposedInput(ev, c.ToolUseID, at); err != nil {
-				return fmt.Errorf("read call %s: %w", c.ToolUseID, err)
-			}
-			return nil
+// joinEvents fills in what c's record names in events (r) from them, read
+// by read (nil for an event the ledger does not hold: missing is its seq).
+func joinEvents(c *api.Call, r refs, read func(seq uint64) ([]byte, error)) (missing uint64, err error) {
+	if r.input != 0 {
+		ev, err := read(r.input)
+		if err != nil || ev == nil {
+			return r.input, err
 		}
-		if !errors.Is(err, ErrNotFound) {
+		in, err := eventField(ev, KindCallProposed, c.ToolUseID, r.input, "data.input", "its input")
+		if err != nil {
+			return 0, err
+		}
+		c.Input = json.RawMessage(in.Raw)
+	}
+	if r.seen != 0 {
+		ev, err := read(r.seen)
+		if err != nil || ev == nil {
+			return r.seen, err
+		}
+		seen, err := eventField(ev, KindCallSeen, c.ToolUseID, r.seen, "data.seen", "what the model saw")
+		if err != nil {
+			return 0, err
+		}
+		c.Seen = seen.String()
+	}
+	return 0, nil
+}
+
+// eventField is the field path of an event of kind about the call
+// toolUseID, stored as seq; what names what the record keeps there.
+func eventField(event []byte, kind, toolUseID string, seq uint64, path, what string) (gjson.Result, error) {
+	r := gjson.GetManyBytes(event, "kind", "subject", path)
+	if r[0].Str != kind || r[1].Str != toolUseID || !r[2].Exists() {
+		return gjson.Result{}, fmt.Errorf("%s is in event %d, which is not its %s event: the ledger is damaged (toolgate audit verify)", what, seq, kind)
+	}
+	return r[2], nil
+}
+
+// joinCall fills in what a call read outside a transaction, as decodeCall
+// left it, holds in events (r). A call pruned since its record was read
+// (its record, then its events removed) is not found.
+func (l *Ledger) joinCall(c *api.Call, r refs) error {
+	for {
+		missing, err := joinEvents(c, r, func(seq uint64) ([]byte, error) {
+			ev, err := l.store.ReadRaw(eventKey(seq))
+			if errors.Is(err, ErrNotFound) {
+				return nil, nil
+			}
+			return ev, err
+		})
+		if err != nil {
 			return fmt.Errorf("read call %s: %w", c.ToolUseID, err)
+		}
+		if missing == 0 {
+			return nil
 		}
 		// Pruned since the record was read: the record holds it now, or
 		// the call was pruned too (and maybe proposed again since).
@@ -214,33 +272,28 @@ func (l *Ledger) callInput(c *api.Call, at uint64) error {
 		if err != nil {
 			return named("call", c.ToolUseID, err)
 		}
-		again, at2, err := decodeCall(raw)
+		again, r2, err := decodeCall(raw)
 		if err != nil {
 			return fmt.Errorf("read call %s: %w", c.ToolUseID, err)
 		}
-		if at2 == at {
-			return fmt.Errorf("read call %s: its input is in event %d, which the ledger no longer holds: the ledger is damaged (toolgate audit verify)", c.ToolUseID, at)
+		if r2 == r {
+			return fmt.Errorf("read call %s: its record names event %d, which the ledger no longer holds: the ledger is damaged (toolgate audit verify)", c.ToolUseID, missing)
 		}
-		if at2 == 0 {
-			c.Input = again.Input
-			return nil
-		}
-		*c, at = again, at2 // pruned, and proposed again since
+		*c, r = again, r2
 	}
-	return nil
 }
 
-// decodeCall reads a stored call, and the seq of the event that holds its
-// input (0: the record holds it; callInput reads it). Calls recorded
-// before 2026-12-02 kept their decision nested ("decision") and a failed
-// run as failed_at; they read as the same call.
-func decodeCall(raw []byte) (api.Call, uint64, error) {
+// decodeCall reads a stored call, and the events that hold what its record
+// does not (joinEvents reads them). Calls recorded before 2026-12-02 kept
+// their decision nested ("decision") and a failed run as failed_at; they
+// read as the same call.
+func decodeCall(raw []byte) (api.Call, refs, error) {
 	var s storedCall
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return api.Call{}, 0, err
+		return api.Call{}, refs{}, err
 	}
 	c := s.Call
-	c.Input = s.Input
+	c.Input, c.Seen = s.Input, s.Seen
 	var old struct {
 		Decision *api.Verdict `json:"decision"`
 		FailedAt *time.Time   `json:"failed_at"`
@@ -257,7 +310,7 @@ func decodeCall(raw []byte) (api.Call, uint64, error) {
 			c.Failed, c.ExecutedAt = true, old.FailedAt
 		}
 	}
-	return c, s.InputAt, nil
+	return c, refs{s.InputAt, s.SeenAt}, nil
 }
 
 // Decide records the verdict that applies to a call. An ask may be
@@ -379,11 +432,11 @@ func (l *Ledger) Call(ctx context.Context, toolUseID string) (api.Call, error) {
 
 // decodeCall reads a stored call outside a transaction, with its input.
 func (l *Ledger) decodeCall(raw []byte) (api.Call, error) {
-	c, at, err := decodeCall(raw)
+	c, r, err := decodeCall(raw)
 	if err != nil {
 		return c, err
 	}
-	return c, l.callInput(&c, at)
+	return c, l.joinCall(&c, r)
 }
 
 // WriteBackFor returns the write-back of a call, or ErrNotFound.
@@ -438,13 +491,18 @@ func (l *Ledger) RecordSeen(ctx context.Context, toolUseID, seen string) error {
 		if err != nil {
 			return struct{}{}, err
 		}
-		if found && c.Seen == "" {
+		if err := t.event(KindCallSeen, toolUseID, seenEvent{toolUseID, seen}); err != nil {
+			return struct{}{}, err
+		}
+		if found && c.Seen == "" && seen != "" {
 			c.Seen = seen
-			if err := putCall(t, c); err != nil {
+			head, err := t.head()
+			if err != nil {
 				return struct{}{}, err
 			}
+			return struct{}{}, putCallSeenAt(t, c, head.Seq)
 		}
-		return struct{}{}, t.event(KindCallSeen, toolUseID, seenEvent{toolUseID, seen})
+		return struct{}{}, nil
 	})
 	return err
 }

@@ -359,7 +359,7 @@ func TestDecodeCallOfTheEarlierShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if at != 0 || string(c.Input) != "{}" {
+	if at != (refs{}) || string(c.Input) != "{}" {
 		t.Errorf("its input: %s (at %d), want {} in the record", c.Input, at)
 	}
 	if c.Effect != api.EffectDeny || c.RuleID != "r" || c.Actor != "user:alex" || c.ApprovalID != "apr_1" || c.DecidedAt == nil ||
@@ -368,9 +368,10 @@ func TestDecodeCallOfTheEarlierShape(t *testing.T) {
 	}
 }
 
-// A call's input is stored once, in its call_proposed event: the call's
-// record, written over as the call is decided, run and seen, names that
-// event, and every way of reading the call reads the input from it.
+// A call's input is stored once, in its call_proposed event, and what the
+// model saw once, in its first call_seen event: the call's record, written
+// over as the call is decided, run and seen, names those events, and every
+// way of reading the call reads them there.
 func TestInputIsStoredOnce(t *testing.T) {
 	l, _ := openTest(t, nil)
 	input := `{"command":"grep -rn needle-7f3a ./src","description":"search"}`
@@ -378,7 +379,10 @@ func TestInputIsStoredOnce(t *testing.T) {
 	if _, _, err := l.Record(ctx, p, api.Verdict{Effect: api.EffectAllow, Source: api.SourcePolicy}, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.RecordOutcomes(ctx, "s1", []api.Outcome{{ToolUseID: "toolu_1", Ran: true, Outcome: "ok", Seen: "3 matches"}}); err != nil {
+	if _, err := l.RecordOutcomes(ctx, "s1", []api.Outcome{{ToolUseID: "toolu_1", Ran: true, Outcome: "ok", Seen: "3 matches of seen-c41d"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RecordSeen(ctx, "toolu_1", "a later one, in the audit only"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.RecordRepeat(ctx, "toolu_1", "s2", api.Verdict{Effect: api.EffectDeny, ReasonCode: "duplicate_tool_use_id"}); err != nil {
@@ -388,24 +392,41 @@ func TestInputIsStoredOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Contains(raw, []byte("needle-7f3a")) {
-		t.Errorf("the call's record holds its input: %s", raw)
+	for _, what := range []string{"needle-7f3a", "seen-c41d"} {
+		if bytes.Contains(raw, []byte(what)) {
+			t.Errorf("the call's record holds %s: %s", what, raw)
+		}
+		held := 0
+		l.store.Scan(ctx, "", "", func(_, val []byte) error {
+			held += bytes.Count(val, []byte(what))
+			return nil
+		})
+		if held != 1 {
+			t.Errorf("the ledger holds %s %d times, want once", what, held)
+		}
 	}
-	held := 0
-	l.store.Scan(ctx, "", "", func(_, val []byte) error {
-		held += bytes.Count(val, []byte("needle-7f3a"))
-		return nil
-	})
-	if held != 1 {
-		t.Errorf("the ledger holds the input %d times, want once", held)
-	}
+	const seen = "3 matches of seen-c41d"
 	c, err := l.Call(ctx, "toolu_1")
-	if err != nil || string(c.Input) != input || !c.Executed || c.Seen != "3 matches" || len(c.Repeats) != 1 {
+	if err != nil || string(c.Input) != input || !c.Executed || c.Seen != seen || len(c.Repeats) != 1 {
 		t.Fatalf("Call: %+v %v", c, err)
 	}
 	calls, err := l.Calls(ctx, CallQuery{})
-	if err != nil || len(calls) != 1 || string(calls[0].Input) != input {
+	if err != nil || len(calls) != 1 || string(calls[0].Input) != input || calls[0].Seen != seen {
 		t.Errorf("Calls: %+v %v", calls, err)
+	}
+	// RecordSeen, of a call seen first there.
+	p.ToolUseID = "toolu_2"
+	if _, _, err := l.Record(ctx, p, api.Verdict{Effect: api.EffectDeny, Source: api.SourcePolicy}, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RecordSeen(ctx, "toolu_2", "denied: seen-77b0"); err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := l.store.ReadRaw(callKey("toolu_2")); bytes.Contains(raw, []byte("seen-77b0")) {
+		t.Errorf("the call's record holds what the model saw: %s", raw)
+	}
+	if c, err := l.Call(ctx, "toolu_2"); err != nil || c.Seen != "denied: seen-77b0" {
+		t.Errorf("Call after RecordSeen: %+v %v", c, err)
 	}
 	var history []api.Call
 	if err := l.History(ctx, time.Time{}, time.Time{}, func(h api.HistoryItem) error {
@@ -413,7 +434,7 @@ func TestInputIsStoredOnce(t *testing.T) {
 			history = append(history, *h.Call)
 		}
 		return nil
-	}); err != nil || len(history) != 1 || string(history[0].Input) != input {
+	}); err != nil || len(history) != 2 || string(history[0].Input) != input {
 		t.Errorf("History: %+v %v", history, err)
 	}
 	a, _, err := l.CreateApproval(ctx, "toolu_1", ApprovalRequest{Timeout: time.Minute})

@@ -97,14 +97,19 @@ func recordOutcome(t *tx, sessionID string, o api.Outcome) (OutcomeResult, error
 		}
 		events++
 	}
+	var seenAt uint64
 	if seen := clipSeen(o.Seen); seen != "" || !o.Ran {
-		// The call keeps the first (RecordSeen's rule): a later one is a
-		// repeat's denial, in the audit only.
-		if c.Seen == "" {
-			c.Seen = seen
-		}
 		if err := t.event(KindCallSeen, o.ToolUseID, seenEvent{o.ToolUseID, seen}); err != nil {
 			return r, err
+		}
+		// The call keeps the first (RecordSeen's rule): a later one is a
+		// repeat's denial, in the audit only.
+		if c.Seen == "" && seen != "" {
+			head, err := t.head()
+			if err != nil {
+				return r, err
+			}
+			c.Seen, seenAt = seen, head.Seq
 		}
 		events++
 	}
@@ -114,7 +119,7 @@ func recordOutcome(t *tx, sessionID string, o api.Outcome) (OutcomeResult, error
 	if o.Entry != "" {
 		c.TranscriptEntries = append(c.TranscriptEntries, o.Entry)
 	}
-	return r, putCall(t, c)
+	return r, putCallSeenAt(t, c, seenAt)
 }
 
 // clipSeen bounds what is kept of the text the model saw.

@@ -21,8 +21,10 @@ import (
 // (audit_pruned, naming the base), so a later export or verify shows that
 // the chain was pruned, when, to where, and by whom. Pruning is done in
 // steps, each a durable batch: the base and the audit_pruned event first,
-// then the deletions; a crash in between leaves events before the base,
-// which the chain no longer reads, and the next prune removes.
+// then the deletions: the ended sessions' records, then the events (a call
+// that stays first takes into its record what it took from them: its
+// input, what the model saw). A crash in between leaves events before the
+// base, which the chain no longer reads, and the next prune removes.
 
 // KindAuditPruned is an audit_pruned event: api.Pruned.
 const KindAuditPruned = "audit_pruned"
@@ -74,24 +76,25 @@ func (l *Ledger) Prune(ctx context.Context, before time.Time, by api.Incident, p
 		}
 	}
 	// Every event up to the base, those a prune cut short left too. A call
-	// that stays keeps its input, which its call_proposed event held.
+	// that stays keeps its input and what the model saw, which its
+	// call_proposed and call_seen events held.
 	var keys []string
-	var proposals []proposalAt
+	var callEvents []callEvent
 	err = l.store.Scan(ctx, eventPrefix, eventPrefix, func(key, val []byte) error {
 		seq := eventSeq(key)
 		if seq > rec.BaseSeq {
 			return errExported // done
 		}
 		keys = append(keys, string(key))
-		if r := gjson.GetManyBytes(val, "kind", "subject"); r[0].Str == KindCallProposed {
-			proposals = append(proposals, proposalAt{r[1].Str, seq})
+		if r := gjson.GetManyBytes(val, "kind", "subject"); r[0].Str == KindCallProposed || r[0].Str == KindCallSeen {
+			callEvents = append(callEvents, callEvent{r[1].Str, seq})
 		}
 		return nil
 	})
 	if err != nil && err != errExported {
 		return rec, err
 	}
-	if err := l.keepInputs(ctx, proposals); err != nil {
+	if err := l.keepFromEvents(ctx, callEvents); err != nil {
 		return rec, err
 	}
 	if err := l.deleteKeys(ctx, keys); err != nil {
@@ -167,33 +170,43 @@ func recordPrune(t *tx, before time.Time, old chainHead, first uint64, sessions,
 	return rec, t.event(KindAuditPruned, "audit", rec)
 }
 
-// proposalAt is a call_proposed event: its call, and its seq.
-type proposalAt struct {
+// callEvent is an event a call's record may name (storedCall): its
+// call_proposed or a call_seen event, its call, and its seq.
+type callEvent struct {
 	toolUseID string
 	seq       uint64
 }
 
-// keepInputs writes the input of each proposal's call into its record,
-// where the record names that event for it (storedCall), a chunk a batch:
-// the events are pruned next.
-func (l *Ledger) keepInputs(ctx context.Context, proposals []proposalAt) error {
-	for len(proposals) > 0 {
-		chunk := proposals[:min(len(proposals), pruneChunk)]
-		proposals = proposals[len(chunk):]
+// keepFromEvents writes into the record of each event's call what the
+// record takes from that event (its input, what the model saw), where the
+// record names it, a chunk a batch: the events are pruned next.
+func (l *Ledger) keepFromEvents(ctx context.Context, events []callEvent) error {
+	for len(events) > 0 {
+		chunk := events[:min(len(events), pruneChunk)]
+		events = events[len(chunk):]
 		_, err := write(ctx, l, func(t *tx) (struct{}, error) {
-			for _, p := range chunk {
-				raw, found, err := t.GetRaw(callKey(p.toolUseID))
+			for _, e := range chunk {
+				raw, found, err := t.GetRaw(callKey(e.toolUseID))
 				if err != nil {
 					return struct{}{}, err
 				}
-				if !found || gjson.GetBytes(raw, "input_at").Uint() != p.seq {
+				if !found {
 					continue
 				}
-				c, _, err := getCall(t, p.toolUseID)
-				if err != nil {
+				at := gjson.GetManyBytes(raw, "input_at", "seen_at")
+				s := storedCall{InputAt: at[0].Uint(), SeenAt: at[1].Uint()}
+				switch e.seq {
+				case s.InputAt:
+					s.InputAt = 0
+				case s.SeenAt:
+					s.SeenAt = 0
+				default:
+					continue // not named: the record holds it, or another proposal's
+				}
+				if s.Call, _, err = getCall(t, e.toolUseID); err != nil {
 					return struct{}{}, err
 				}
-				if err := t.Put(callKey(p.toolUseID), storedCall{Call: c}); err != nil {
+				if err := t.Put(callKey(e.toolUseID), s); err != nil {
 					return struct{}{}, err
 				}
 			}

@@ -183,8 +183,9 @@ func TestPruneKeepsDeferredSessions(t *testing.T) {
 }
 
 // A session that began before the date and ended after it stays, and so
-// do its calls: their call_proposed events are pruned, and each call keeps
-// the input its event held, through a reopen and a compaction too.
+// do its calls: their call_proposed and call_seen events are pruned, and
+// each call keeps the input and what the model saw that its events held,
+// through a reopen and a compaction too.
 func TestPruneKeepsTheInputOfACallThatStays(t *testing.T) {
 	c := newClock()
 	l, dir := openTest(t, c)
@@ -197,6 +198,9 @@ func TestPruneKeepsTheInputOfACallThatStays(t *testing.T) {
 		if _, _, err := l.Record(ctx, call, api.Verdict{Effect: api.EffectAllow, Source: api.SourcePolicy}, true); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if _, err := l.RecordOutcomes(ctx, "long", []api.Outcome{{ToolUseID: "toolu_2", Ran: true, Outcome: "ok", Seen: "seen before"}}); err != nil {
+		t.Fatal(err)
 	}
 	c.Add(time.Hour)
 	cut := c.Now()
@@ -221,6 +225,9 @@ func TestPruneKeepsTheInputOfACallThatStays(t *testing.T) {
 			if string(call.Input) != input(i) {
 				t.Errorf("%s: %s's input: %s, want %s", when, call.ToolUseID, call.Input, input(i))
 			}
+		}
+		if calls[2].Seen != "seen before" {
+			t.Errorf("%s: what the model saw of %s: %q", when, calls[2].ToolUseID, calls[2].Seen)
 		}
 		if res, err := l.Verify(ctx); err != nil || !res.Valid {
 			t.Errorf("%s: verify: %+v %v", when, res, err)
