@@ -50,8 +50,9 @@ type Notifier struct {
 // and only through this notification.
 type posted struct {
 	approvalID string
-	decision   string // approve or deny
-	id         uint32 // the notification's, once the server has said it
+	decision   string        // approve or deny
+	id         uint32        // the notification's, once the server has said it
+	answered   chan struct{} // closed once Notify answered: id is set, or stays 0 (it failed)
 }
 
 // Service is what the session bus's notification service says of itself.
@@ -169,7 +170,9 @@ func (n *Notifier) show(ctx context.Context, d api.ApprovalDetail) {
 		// Known before the server shows them: a click can come as soon as
 		// the notification is on screen, before its id reaches us.
 		approve, deny := randomKey(), randomKey()
-		mine = []*posted{{approvalID: a.ID, decision: "approve"}, {approvalID: a.ID, decision: "deny"}}
+		answered := make(chan struct{})
+		mine = []*posted{{approvalID: a.ID, decision: "approve", answered: answered}, {approvalID: a.ID, decision: "deny", answered: answered}}
+		defer close(answered)
 		n.mu.Lock()
 		n.keys[approve], n.keys[deny] = mine[0], mine[1]
 		n.mu.Unlock()
@@ -198,6 +201,10 @@ func (n *Notifier) show(ctx context.Context, d api.ApprovalDetail) {
 	n.mu.Unlock()
 	n.logf("shown %s (%s)", a.ID, a.ToolName)
 }
+
+// clickWait bounds how long a click waits for the answer to the Notify
+// that showed its notification.
+const clickWait = 10 * time.Second
 
 // randomKey is an action key nobody can guess.
 func randomKey() string {
@@ -259,12 +266,22 @@ func (n *Notifier) click(ctx context.Context, s *dbus.Signal) {
 	key, _ := s.Body[1].(string)
 	n.mu.Lock()
 	owner, p := n.owner, n.keys[key]
-	var posted uint32 // 0 until Notify's answer names it (show sets it under n.mu)
-	if p != nil {
-		posted = p.id
-	}
 	n.mu.Unlock()
-	if s.Sender != owner || p == nil || posted != 0 && posted != id {
+	var posted uint32 // the notification the key was given to
+	if p != nil && s.Sender == owner {
+		// A click can come before Notify's answer reaches show: it is
+		// checked against the id once that answer is in.
+		select {
+		case <-p.answered:
+		case <-ctx.Done():
+			return
+		case <-time.After(clickWait):
+		}
+		n.mu.Lock()
+		posted = p.id
+		n.mu.Unlock()
+	}
+	if s.Sender != owner || p == nil || posted == 0 || posted != id {
 		n.logf("ignored an ActionInvoked from %s (the notification service is %s) for notification %d: not a click on one of toolgate's", s.Sender, owner, id)
 		return
 	}
