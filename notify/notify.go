@@ -193,6 +193,9 @@ func (n *Notifier) show(ctx context.Context, d api.ApprovalDetail) {
 		n.logf("notify %s: %v", a.ID, err)
 		return
 	}
+	if testHookNotified != nil {
+		testHookNotified()
+	}
 	n.mu.Lock()
 	n.byID[a.ID] = id
 	for _, p := range mine {
@@ -201,6 +204,10 @@ func (n *Notifier) show(ctx context.Context, d api.ApprovalDetail) {
 	n.mu.Unlock()
 	n.logf("shown %s (%s)", a.ID, a.ToolName)
 }
+
+// Set by tests: testHookNotified is called by show once Notify answered,
+// before it stores the answer; testHookClick by click as it begins.
+var testHookNotified, testHookClick func()
 
 // clickWait bounds how long a click waits for the answer to the Notify
 // that showed its notification.
@@ -262,6 +269,9 @@ func (n *Notifier) clicks(ctx context.Context, signals <-chan *dbus.Signal) {
 
 // click decides what one genuine click says.
 func (n *Notifier) click(ctx context.Context, s *dbus.Signal) {
+	if testHookClick != nil {
+		testHookClick()
+	}
 	id, _ := s.Body[0].(uint32)
 	key, _ := s.Body[1].(string)
 	n.mu.Lock()

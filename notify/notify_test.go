@@ -129,6 +129,47 @@ func TestWithoutActionsSaysWhereToApprove(t *testing.T) {
 	}
 }
 
+// A click can come before show has stored the id Notify answered: one
+// with toolgate's key, from the notification service, that names another
+// notification decides nothing then either. (It approved, before: the id
+// was checked only once known. Under load, TestForgedClicksDecideNothing
+// saw it in 3 runs of 40.)
+func TestClickBeforeTheAnswerIsStored(t *testing.T) {
+	clicked := make(chan struct{}, 4)
+	testHookClick = func() { clicked <- struct{}{} }
+	servers := make(chan *server, 1)
+	testHookNotified = func() {
+		// Between Notify's answer and show storing it: the forged click
+		// is read by the notifier before this returns.
+		srv := <-servers
+		select {
+		case id := <-srv.Notified:
+			if err := srv.Conn.Emit(dbustest.NotificationsPath, dbustest.NotificationsIface+".ActionInvoked", id+99, srv.Action(id, "Approve")); err != nil {
+				t.Error(err)
+				return
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("no notification")
+			return
+		}
+		select {
+		case <-clicked:
+		case <-time.After(10 * time.Second):
+			t.Error("the click was not read")
+		}
+	}
+	defer func() { testHookNotified, testHookClick = nil, nil }()
+	log := &logLines{ch: make(chan string, 64)}
+	srv, gateClient, approver, session, ctx := running(t, true, time.Hour, log)
+	servers <- srv
+	v := ask(t, gateClient, session, "t1")
+	for line := receive(t, log.ch, "a log line"); !strings.Contains(line, "ignored"); line = receive(t, log.ch, "the refusal") {
+	}
+	if d, _ := approver.Approval(ctx, v.ApprovalID); d.Approval.Status != "pending" {
+		t.Fatalf("a click naming a notification toolgate did not post decided: %+v", d)
+	}
+}
+
 // logLines hands each line the notifier logs to a channel.
 type logLines struct{ ch chan string }
 
