@@ -353,3 +353,28 @@ func TestForgedOwnerChangeDecidesNothing(t *testing.T) {
 		t.Fatalf("the genuine click: %+v", got)
 	}
 }
+
+// A notification service that replaced the first (the same program) is
+// followed: the bus's NameOwnerChanged says so, and its clicks count.
+func TestOwnerChangeFollowed(t *testing.T) {
+	addr := sessionBus(t)
+	first := startServer(t, addr, func(s *server) { s.Actions = true })
+	g := gatetest.Start(t, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	log := &logLines{ch: make(chan string, 64)}
+	go (&Notifier{Bus: connect(t, addr), Approver: g.Approver, Log: log}).Run(ctx)
+	g.Ask(t, "t0")
+	receive(t, first.Notified, "the first server's notification")
+	first.Conn.Close()
+	second := startServer(t, addr, func(s *server) { s.Actions = true })
+	time.Sleep(200 * time.Millisecond) // the notifier reads the change
+	v := g.Ask(t, "t1")
+	id := receive(t, second.Notified, "the second server's notification")
+	second.Click(t, id, second.Action(id, "Approve"))
+	wait, done := context.WithTimeout(ctx, 10*time.Second)
+	defer done()
+	if got, _ := g.Client.Wait(wait, v.ApprovalID); got.Effect != "allow" {
+		t.Fatalf("a click on the second server: %+v", got)
+	}
+}
