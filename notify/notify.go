@@ -254,7 +254,10 @@ func (n *Notifier) clicks(ctx context.Context, signals <-chan *dbus.Signal) {
 			continue
 		}
 		switch {
-		case s.Name == "org.freedesktop.DBus.NameOwnerChanged" && len(s.Body) == 3:
+		case s.Name == "org.freedesktop.DBus.NameOwnerChanged" && len(s.Body) == 3 && s.Sender == "org.freedesktop.DBus":
+			// Only the bus says who owns a name: anything can send a
+			// signal named so straight to this connection, and it would
+			// make its sender the notification service.
 			if name, _ := s.Body[0].(string); name == busName {
 				owner, _ := s.Body[2].(string)
 				n.mu.Lock()

@@ -307,3 +307,74 @@ func TestForgedClicksDecideNothing(t *testing.T) {
 		t.Fatalf("the genuine click: %+v", got)
 	}
 }
+
+// Only the bus itself says who owns the notification service's name: a
+// NameOwnerChanged sent straight to the notifier's connection (a signal
+// with a destination reaches it whatever its match rules say) from
+// anything else changes nothing. Here it named the forger's own connection
+// as the owner, and the forger's ActionInvoked then approved: the program
+// check passes for a process running the server's program (one the model
+// started, with LD_PRELOAD), as the forger here shares the fixture's.
+func TestForgedOwnerChangeDecidesNothing(t *testing.T) {
+	log := &logLines{ch: make(chan string, 64)}
+	addr := sessionBus(t)
+	srv := startServer(t, addr, func(s *server) { s.Actions = true })
+	g := gatetest.Start(t, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	bus := connect(t, addr)
+	go (&Notifier{Bus: bus, Approver: g.Approver, Log: log}).Run(ctx)
+	v := g.Ask(t, "t1")
+	id := receive(t, srv.Notified, "notification")
+	key := srv.Action(id, "Approve")
+	forger := connect(t, addr)
+	// Sent to the notifier alone, with the bus's own interface and member.
+	msg := &dbus.Message{Type: dbus.TypeSignal, Headers: map[dbus.HeaderField]dbus.Variant{
+		dbus.FieldDestination: dbus.MakeVariant(bus.Names()[0]),
+		dbus.FieldPath:        dbus.MakeVariant(dbus.ObjectPath("/org/freedesktop/DBus")),
+		dbus.FieldInterface:   dbus.MakeVariant("org.freedesktop.DBus"),
+		dbus.FieldMember:      dbus.MakeVariant("NameOwnerChanged"),
+		dbus.FieldSignature:   dbus.MakeVariant(dbus.SignatureOf("", "", "")),
+	}, Body: []any{dbustest.NotificationsName, srv.Conn.Names()[0], forger.Names()[0]}}
+	if call := forger.Send(msg, nil); call.Err != nil {
+		t.Fatal(call.Err)
+	}
+	time.Sleep(200 * time.Millisecond) // the notifier reads it
+	if err := forger.Emit(dbustest.NotificationsPath, dbustest.NotificationsIface+".ActionInvoked", id, key); err != nil {
+		t.Fatal(err)
+	}
+	for line := receive(t, log.ch, "a log line"); !strings.Contains(line, "ignored") && !strings.Contains(line, "approved"); line = receive(t, log.ch, "the refusal") {
+	}
+	if d, _ := g.Approver.Approval(ctx, v.ApprovalID); d.Approval.Status != "pending" {
+		t.Fatalf("a forged owner change let a forged click decide: %+v", d)
+	}
+	srv.Click(t, id, key)
+	if got, _ := g.Client.Wait(ctx, v.ApprovalID); got.Effect != "allow" {
+		t.Fatalf("the genuine click: %+v", got)
+	}
+}
+
+// A notification service that replaced the first (the same program) is
+// followed: the bus's NameOwnerChanged says so, and its clicks count.
+func TestOwnerChangeFollowed(t *testing.T) {
+	addr := sessionBus(t)
+	first := startServer(t, addr, func(s *server) { s.Actions = true })
+	g := gatetest.Start(t, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	log := &logLines{ch: make(chan string, 64)}
+	go (&Notifier{Bus: connect(t, addr), Approver: g.Approver, Log: log}).Run(ctx)
+	g.Ask(t, "t0")
+	receive(t, first.Notified, "the first server's notification")
+	first.Conn.Close()
+	second := startServer(t, addr, func(s *server) { s.Actions = true })
+	time.Sleep(200 * time.Millisecond) // the notifier reads the change
+	v := g.Ask(t, "t1")
+	id := receive(t, second.Notified, "the second server's notification")
+	second.Click(t, id, second.Action(id, "Approve"))
+	wait, done := context.WithTimeout(ctx, 10*time.Second)
+	defer done()
+	if got, _ := g.Client.Wait(wait, v.ApprovalID); got.Effect != "allow" {
+		t.Fatalf("a click on the second server: %+v", got)
+	}
+}
