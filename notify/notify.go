@@ -6,6 +6,7 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -43,6 +44,9 @@ type Notifier struct {
 	// serverExe is the program that served the notification service when
 	// notify started: clicks count from it alone.
 	serverExe string
+	// notifyWait is how long a Notify may take (tests); defaultNotifyWait
+	// when 0.
+	notifyWait time.Duration
 }
 
 // posted is an action of a notification this notifier showed: its key is
@@ -186,8 +190,12 @@ func (n *Notifier) show(ctx context.Context, d api.ApprovalDetail) {
 		body = html.EscapeString(body)
 	}
 	timeout := int32(max(time.Until(a.ExpiresAt).Milliseconds(), 1000))
+	// A service that never answers (one the model put in the name's
+	// place) must not hold up every later ask, nor a click for long.
+	nctx, cancel := context.WithTimeout(ctx, cmp.Or(n.notifyWait, defaultNotifyWait))
+	defer cancel()
 	var id uint32
-	err := n.Bus.Object(busName, path).CallWithContext(ctx, iface+".Notify", noAutoStart, "toolgate", uint32(0), "dialog-question",
+	err := n.Bus.Object(busName, path).CallWithContext(nctx, iface+".Notify", noAutoStart, "toolgate", uint32(0), "dialog-question",
 		"toolgate: "+a.ToolName+" wants to run", body, actions, map[string]dbus.Variant{"urgency": dbus.MakeVariant(byte(2))}, timeout).Store(&id)
 	if err != nil {
 		n.logf("notify %s: %v", a.ID, err)
@@ -210,8 +218,12 @@ func (n *Notifier) show(ctx context.Context, d api.ApprovalDetail) {
 var testHookNotified, testHookClick func()
 
 // clickWait bounds how long a click waits for the answer to the Notify
-// that showed its notification.
-const clickWait = 10 * time.Second
+// that showed its notification; defaultNotifyWait how long show waits for
+// that answer.
+const (
+	clickWait         = 10 * time.Second
+	defaultNotifyWait = 5 * time.Second
+)
 
 // randomKey is an action key nobody can guess.
 func randomKey() string {

@@ -44,6 +44,10 @@ func running(t *testing.T, actions bool, timeout time.Duration, log io.Writer) (
 }
 
 func runningWith(t *testing.T, configure func(*server), timeout time.Duration, log io.Writer) (*server, *api.Client, *api.Client, string, context.Context) {
+	return runningNotifier(t, configure, nil, timeout, log)
+}
+
+func runningNotifier(t *testing.T, configure func(*server), notifier func(*Notifier), timeout time.Duration, log io.Writer) (*server, *api.Client, *api.Client, string, context.Context) {
 	t.Helper()
 	addr := sessionBus(t)
 	srv := startServer(t, addr, configure)
@@ -51,6 +55,9 @@ func runningWith(t *testing.T, configure func(*server), timeout time.Duration, l
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	n := &Notifier{Bus: connect(t, addr), Approver: g.Approver, Log: log}
+	if notifier != nil {
+		notifier(n)
+	}
 	go n.Run(ctx)
 	return srv, g.Client, g.Approver, g.Session, ctx
 }
@@ -168,6 +175,21 @@ func TestClickBeforeTheAnswerIsStored(t *testing.T) {
 	if d, _ := approver.Approval(ctx, v.ApprovalID); d.Approval.Status != "pending" {
 		t.Fatalf("a click naming a notification toolgate did not post decided: %+v", d)
 	}
+}
+
+// A notification service that never answers Notify (one the model put in
+// the name's place) holds up neither the next asks nor the notifier: each
+// Notify gives up after a while, and the next ask is shown. (Before, the
+// first Notify waited for ever, and nothing after it was shown.)
+func TestServiceThatNeverAnswers(t *testing.T) {
+	log := &logLines{ch: make(chan string, 64)}
+	srv, gateClient, _, session, _ := runningNotifier(t, func(s *server) { s.Actions, s.Unanswered = true, 1 },
+		func(n *Notifier) { n.notifyWait = 200 * time.Millisecond }, time.Hour, log)
+	ask(t, gateClient, session, "t1")
+	for line := receive(t, log.ch, "a log line"); !strings.Contains(line, "notify apr_"); line = receive(t, log.ch, "Notify giving up") {
+	}
+	ask(t, gateClient, session, "t2")
+	receive(t, srv.Notified, "the next ask's notification")
 }
 
 // logLines hands each line the notifier logs to a channel.

@@ -1,6 +1,7 @@
 package dbustest
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
@@ -24,6 +25,10 @@ type Notifications struct {
 	Markup   bool   // it reads bodies as markup
 	Closed   chan uint32
 	Notified chan uint32
+	// Unanswered is how many Notify calls, the first ones, it never
+	// answers (they wait for the test's end): a service that hangs.
+	Unanswered int
+	hung       chan struct{}
 
 	mu     sync.Mutex
 	next   uint32
@@ -49,7 +54,13 @@ func (s *Notifications) Notify(app string, replaces uint32, icon, summary, body 
 	id := s.next
 	s.shown[id] = actions
 	s.bodies[id] = body
+	hang := s.Unanswered > 0
+	s.Unanswered--
 	s.mu.Unlock()
+	if hang {
+		<-s.hung
+		return 0, dbus.MakeFailedError(fmt.Errorf("the test ended"))
+	}
 	s.Notified <- id
 	return id, nil
 }
@@ -115,7 +126,8 @@ func Connect(t testing.TB, addr string) *dbus.Conn {
 func StartNotifications(t testing.TB, addr string, configure func(*Notifications)) *Notifications {
 	t.Helper()
 	s := &Notifications{Conn: Connect(t, addr), Addr: addr, shown: map[uint32][]string{}, bodies: map[uint32]string{},
-		Closed: make(chan uint32, 16), Notified: make(chan uint32, 16)}
+		Closed: make(chan uint32, 16), Notified: make(chan uint32, 16), hung: make(chan struct{})}
+	t.Cleanup(func() { close(s.hung) })
 	configure(s)
 	if err := s.Conn.Export(s, NotificationsPath, NotificationsIface); err != nil {
 		t.Fatal(err)
