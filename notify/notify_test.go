@@ -361,7 +361,8 @@ func TestForgedOwnerChangeDecidesNothing(t *testing.T) {
 	if call := forger.Send(msg, nil); call.Err != nil {
 		t.Fatal(call.Err)
 	}
-	time.Sleep(200 * time.Millisecond) // the notifier reads it
+	// The click comes after it: the bus keeps one sender's messages to a
+	// receiver in order, and the notifier reads its signals in order.
 	if err := forger.Emit(dbustest.NotificationsPath, dbustest.NotificationsIface+".ActionInvoked", id, key); err != nil {
 		t.Fatal(err)
 	}
@@ -389,8 +390,9 @@ func TestOwnerChangeFollowed(t *testing.T) {
 	g.Ask(t, "t0")
 	receive(t, first.Notified, "the first server's notification")
 	first.Conn.Close()
+	// The bus sends NameOwnerChanged as second takes the name, before
+	// anything second sends later: the notifier reads it first.
 	second := startServer(t, addr, func(s *server) { s.Actions = true })
-	time.Sleep(200 * time.Millisecond) // the notifier reads the change
 	v := g.Ask(t, "t1")
 	id := receive(t, second.Notified, "the second server's notification")
 	second.Click(t, id, second.Action(id, "Approve"))
