@@ -202,12 +202,17 @@ func putCallSeenAt(t *tx, c api.Call, seenAt uint64) error {
 	if err != nil {
 		return err
 	}
-	at := gjson.GetManyBytes(raw, "input_at", "seen_at")
-	s := storedCall{Call: c, InputAt: at[0].Uint(), SeenAt: at[1].Uint()}
+	r := refsOf(raw)
 	if seenAt != 0 {
-		s.SeenAt = seenAt
+		r.seen = seenAt
 	}
-	return t.Put(callKey(c.ToolUseID), s)
+	return t.Put(callKey(c.ToolUseID), storedCall{Call: c, InputAt: r.input, SeenAt: r.seen})
+}
+
+// refsOf is what a stored call's record names in events.
+func refsOf(raw []byte) refs {
+	at := gjson.GetManyBytes(raw, "input_at", "seen_at")
+	return refs{at[0].Uint(), at[1].Uint()}
 }
 
 // joinEvents fills in what c's record names in events (r) from them, read

@@ -45,7 +45,7 @@ func (l *Ledger) History(ctx context.Context, since, until time.Time, fn func(ap
 	return l.store.View(ctx, func(scan store.ScanFunc) error {
 		var at []uint64 // the events the records name
 		err := scan("c/", "c/", func(_, val []byte) error {
-			if seq := gjson.GetBytes(val, "input_at").Uint(); seq != 0 {
+			if seq := refsOf(val).input; seq != 0 {
 				at = append(at, seq)
 				return nil // in its call_proposed event
 			}

@@ -179,54 +179,43 @@ type callEvent struct {
 
 // keepFromEvents writes into the record of each event's call what the
 // record takes from that event (its input, what the model saw), where the
-// record names it, a chunk a batch: the events are pruned next.
+// record names it: the events are pruned next.
 func (l *Ledger) keepFromEvents(ctx context.Context, events []callEvent) error {
-	for len(events) > 0 {
-		chunk := events[:min(len(events), pruneChunk)]
-		events = events[len(chunk):]
-		_, err := write(ctx, l, func(t *tx) (struct{}, error) {
-			for _, e := range chunk {
-				raw, found, err := t.GetRaw(callKey(e.toolUseID))
-				if err != nil {
-					return struct{}{}, err
-				}
-				if !found {
-					continue
-				}
-				at := gjson.GetManyBytes(raw, "input_at", "seen_at")
-				s := storedCall{InputAt: at[0].Uint(), SeenAt: at[1].Uint()}
-				switch e.seq {
-				case s.InputAt:
-					s.InputAt = 0
-				case s.SeenAt:
-					s.SeenAt = 0
-				default:
-					continue // not named: the record holds it, or another proposal's
-				}
-				if s.Call, _, err = getCall(t, e.toolUseID); err != nil {
-					return struct{}{}, err
-				}
-				if err := t.Put(callKey(e.toolUseID), s); err != nil {
-					return struct{}{}, err
-				}
-			}
-			return struct{}{}, nil
-		})
+	return inChunks(ctx, l, events, func(t *tx, e callEvent) error {
+		raw, found, err := t.GetRaw(callKey(e.toolUseID))
+		if err != nil || !found {
+			return err
+		}
+		r := refsOf(raw)
+		switch e.seq {
+		case r.input:
+			r.input = 0
+		case r.seen:
+			r.seen = 0
+		default:
+			return nil // not named: the record holds it, or another proposal's
+		}
+		c, _, err := getCall(t, e.toolUseID)
 		if err != nil {
 			return err
 		}
-	}
-	return nil
+		return t.Put(callKey(e.toolUseID), storedCall{Call: c, InputAt: r.input, SeenAt: r.seen})
+	})
 }
 
-// deleteKeys deletes keys, a chunk a batch.
+// deleteKeys deletes keys.
 func (l *Ledger) deleteKeys(ctx context.Context, keys []string) error {
-	for len(keys) > 0 {
-		chunk := keys[:min(len(keys), pruneChunk)]
-		keys = keys[len(chunk):]
+	return inChunks(ctx, l, keys, func(t *tx, k string) error { return t.Delete(k) })
+}
+
+// inChunks runs each on every item, pruneChunk items a batch.
+func inChunks[T any](ctx context.Context, l *Ledger, items []T, each func(*tx, T) error) error {
+	for len(items) > 0 {
+		chunk := items[:min(len(items), pruneChunk)]
+		items = items[len(chunk):]
 		_, err := write(ctx, l, func(t *tx) (struct{}, error) {
-			for _, k := range chunk {
-				if err := t.Delete(k); err != nil {
+			for _, item := range chunk {
+				if err := each(t, item); err != nil {
 					return struct{}{}, err
 				}
 			}
