@@ -85,7 +85,7 @@ func (ss *sessions) resume(ctx context.Context, id string, owner int, req api.Re
 	if err != nil {
 		return api.Session{}, err
 	}
-	s, err := newGateSession(rec, settings, doc)
+	s, err := parseGateSession(rec, settings, doc)
 	if err != nil {
 		return api.Session{}, err
 	}

@@ -110,10 +110,7 @@ func (ss *sessions) reopen(ctx context.Context, s *gateSession, claude int, in a
 		return nil, err
 	}
 	// A new session object: a hook that holds the old one decides with it.
-	fresh, err := newGateSession(rec, settings, doc)
-	if err != nil {
-		return nil, err
-	}
+	fresh := newGateSession(rec, settings, p)
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.byID[rec.ID] = fresh

@@ -98,8 +98,7 @@ func (ss *sessions) get(ctx context.Context, id string) (*gateSession, error) {
 	if err := json.Unmarshal(rec.Settings, &settings); err != nil {
 		return nil, fmt.Errorf("session %s: settings: %w", id, err)
 	}
-	s, err = newGateSession(rec, settings, doc)
-	if err != nil {
+	if s, err = parseGateSession(rec, settings, doc); err != nil {
 		return nil, err
 	}
 	ss.mu.Lock()
@@ -108,14 +107,20 @@ func (ss *sessions) get(ctx context.Context, id string) (*gateSession, error) {
 	return s, nil
 }
 
-func newGateSession(rec api.Session, settings sessionSettings, doc []byte) (*gateSession, error) {
+// parseGateSession is the session of a recorded policy document.
+func parseGateSession(rec api.Session, settings sessionSettings, doc []byte) (*gateSession, error) {
 	p, err := policy.Parse(settings.PolicyName, doc)
 	if err != nil {
 		return nil, err
 	}
+	return newGateSession(rec, settings, p), nil
+}
+
+// newGateSession is the session of a parsed policy.
+func newGateSession(rec api.Session, settings sessionSettings, p *policy.Policy) *gateSession {
 	decider := policy.NewSession(p, settings.Tools, rec.Cwd, settings.Home)
 	decider.Guard = settings.Guard
-	return &gateSession{id: rec.ID, rec: rec, settings: settings, decider: decider}, nil
+	return &gateSession{id: rec.ID, rec: rec, settings: settings, decider: decider}
 }
 
 // register records a new session of toolgate run, owned by the process
@@ -159,10 +164,7 @@ func (ss *sessions) start(ctx context.Context, rec api.Session, settings session
 	if existed {
 		return ss.get(ctx, rec.ID) // as recorded (another event of it was first)
 	}
-	s, err := newGateSession(rec, settings, doc)
-	if err != nil {
-		return nil, err
-	}
+	s := newGateSession(rec, settings, p)
 	ss.mu.Lock()
 	ss.byID[rec.ID] = s
 	ss.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tidwall/gjson"
@@ -24,6 +25,18 @@ var documentSchema []byte
 // DocumentSchema returns the JSON Schema (2020-12) that every policy
 // document is validated against before it is compiled.
 func DocumentSchema() []byte { return bytes.Clone(documentSchema) }
+
+// compiledDocumentSchema is documentSchema compiled, once a process: the
+// compilation (the schema checked against its metaschema, its patterns
+// compiled) is most of what parsing a small policy costs, and the daemon
+// parses one at every session it registers.
+var compiledDocumentSchema = sync.OnceValue(func() *jsonschema.Schema {
+	schema, err := compileSchema("policy-v1.json", documentSchema)
+	if err != nil {
+		panic("policy: embedded document schema does not compile: " + err.Error())
+	}
+	return schema
+})
 
 // Load reads and parses the policy file at path.
 func Load(path string) (*Policy, error) {
@@ -141,10 +154,7 @@ func (l *loader) ruleAt(ptr string) string {
 }
 
 func (l *loader) validateDocument() bool {
-	schema, err := compileSchema("policy-v1.json", documentSchema)
-	if err != nil {
-		panic("policy: embedded document schema does not compile: " + err.Error())
-	}
+	schema := compiledDocumentSchema()
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(l.data))
 	if err != nil {
 		l.add("", "", "invalid JSON: "+err.Error())
