@@ -89,11 +89,6 @@ func (e *StatusError) Error() string { return e.Err.Message }
 
 // do sends a request with an optional JSON body and decodes the answer.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
-	if c.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
-		defer cancel()
-	}
 	var body []byte
 	if in != nil {
 		var err error
@@ -101,22 +96,34 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 			return err
 		}
 	}
+	data, err := c.send(ctx, method, path, body)
+	if err != nil || out == nil {
+		return err
+	}
+	return json.Unmarshal(data, out)
+}
+
+// send sends a request with a body (none when nil) and returns the body of
+// the answer, which is an error unless it is 200.
+func (c *Client) send(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
 	resp, err := c.roundTrip(ctx, method, path, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.body, 64<<20))
 	if err != nil {
-		return &UnavailableError{SocketPath: c.socket(), Err: err}
+		return nil, &UnavailableError{SocketPath: c.socket(), Err: err}
 	}
 	if resp.status != 200 {
-		return statusError(resp.status, data)
+		return nil, statusError(resp.status, data)
 	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(data, out)
+	return data, nil
 }
 
 // statusError is the daemon's error envelope of a failed request.
@@ -191,6 +198,14 @@ func (c *Client) Outcomes(ctx context.Context, sessionID string, o []Outcome) (O
 func (c *Client) Hook(ctx context.Context, r HookRequest) (HookResponse, error) {
 	var out HookResponse
 	return out, c.do(ctx, "POST", "/v1/hook", r, &out)
+}
+
+// HookJSON forwards one hook event given as a HookRequest's JSON, and
+// returns the answer as a HookResponse's JSON. The hook binary codes both
+// itself (package hook): encoding/json's reflection, set up afresh in
+// every process, was about a tenth of its time from spawn to answer.
+func (c *Client) HookJSON(ctx context.Context, body []byte) ([]byte, error) {
+	return c.send(ctx, "POST", "/v1/hook", body)
 }
 
 // Prompt asks the gate to decide one permission_prompt call.

@@ -177,16 +177,23 @@ func ask(p Process, event string, req api.HookRequest) (api.HookResponse, error)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	body, err := requestBody(req)
+	if err != nil {
+		return api.HookResponse{}, err
+	}
 	client := api.NewClient(socketPath(p.Getenv))
 	client.VerifyPeer = api.Trust{Exe: p.DaemonExe, Contained: p.Getenv("TOOLGATE_CONTAINED") == "1"}.Verify
-	resp, err := client.Hook(ctx, req)
-	if err == nil || !api.NeverSent(err) || req.Installed == nil || p.StartDaemon == nil {
-		return resp, err
+	answer, err := client.HookJSON(ctx, body)
+	if err != nil && api.NeverSent(err) && req.Installed != nil && p.StartDaemon != nil {
+		if serr := p.StartDaemon(ctx); serr != nil {
+			return api.HookResponse{}, fmt.Errorf("%w; starting one failed: %v", err, serr)
+		}
+		answer, err = client.HookJSON(ctx, body)
 	}
-	if serr := p.StartDaemon(ctx); serr != nil {
-		return resp, fmt.Errorf("%w; starting one failed: %v", err, serr)
+	if err != nil {
+		return api.HookResponse{}, err
 	}
-	return client.Hook(ctx, req)
+	return parseResponse(answer)
 }
 
 func socketPath(getenv func(string) string) string {

@@ -1,0 +1,101 @@
+package hook
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/api"
+)
+
+// The hook's request is what json.Marshal gives: the same document, and
+// the event's bytes exactly (compacted, HTML-escaped), which the daemon
+// records and hashes.
+func TestRequestBodyIsWhatJSONGives(t *testing.T) {
+	events := []string{
+		preToolUse,
+		"{\n  \"hook_event_name\": \"PreToolUse\",\n  \"tool_input\": {\"command\": \"a < b && c > d\"}\n}\n",
+		`{"tool_input":{"s":"\u2028 \u2029 é 🙂 \" \\ \n \u0001 </script>"},"n":1.50e3,"a":[true,false,null]}`,
+	}
+	installed := []*api.InstalledHook{nil, {PolicyPath: "/p.json", ApprovalTimeout: api.Duration(90 * time.Second)},
+		{PolicyPath: "/a b/<p>\".json", ApprovalTimeout: api.Duration(time.Minute), ClaudePID: 4242, Home: "/home/é", ClaudeDir: "/home/é/.claude"}}
+	for _, ev := range events {
+		for _, in := range installed {
+			for _, session := range []string{"", "ses_01 <&>"} {
+				req := api.HookRequest{SessionID: session, Event: json.RawMessage(ev), Installed: in}
+				mine, err := requestBody(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				theirs, err := json.Marshal(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var a, b api.HookRequest
+				if err := json.Unmarshal(mine, &a); err != nil {
+					t.Fatalf("%s: %v", mine, err)
+				}
+				json.Unmarshal(theirs, &b)
+				if !reflect.DeepEqual(a, b) {
+					t.Errorf("the hook sends %s\njson.Marshal gives %s", mine, theirs)
+				}
+				if got, want := gjson.GetBytes(mine, "event").Raw, gjson.GetBytes(theirs, "event").Raw; got != want {
+					t.Errorf("the event goes as %s, not as json.Marshal sends it: %s", got, want)
+				}
+			}
+		}
+	}
+	if _, err := requestBody(api.HookRequest{Event: json.RawMessage(`{"a":`)}); err == nil {
+		t.Error("an event that is not JSON was coded")
+	}
+}
+
+// The hook reads the daemon's answer as json.Unmarshal would, every field
+// of a verdict included.
+func TestParseResponseIsWhatJSONGives(t *testing.T) {
+	decided := time.Date(2026, 12, 1, 23, 4, 5, 123456789, time.UTC)
+	expires := time.Date(2026, 12, 2, 1, 0, 0, 0, time.FixedZone("", 2*3600))
+	full := api.Verdict{Effect: api.EffectAllow, RuleID: "r<1>", ReasonCode: api.ReasonUserApproved, Source: api.SourcePerson,
+		Actor: "uid 1000 (toolgate approve) é", ApprovalID: "apr_1", DecidedAt: &decided, Message: "a \"message\"\n\u2028",
+		ApprovalTimeout: api.Duration(90 * time.Second), UpdatedInput: json.RawMessage(`{"command":"ls -la"}`), ExpiresAt: &expires}
+	for i, f := range reflect.VisibleFields(reflect.TypeOf(full)) {
+		if reflect.ValueOf(full).Field(i).IsZero() {
+			t.Fatalf("the full verdict leaves %s unset: set it, and read it in parseVerdict", f.Name)
+		}
+	}
+	deny := api.Deny(api.ReasonGateUnavailable, api.SourceGate)
+	for _, resp := range []api.HookResponse{{}, {Verdict: &full}, {Verdict: &deny}, {Verdict: &deny, Defer: true}, {Verdict: &api.Verdict{}}} {
+		data, err := json.Marshal(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want api.HookResponse
+		json.Unmarshal(data, &want)
+		got, err := parseResponse(data)
+		if err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s\nthe hook read %+v\njson.Unmarshal reads %+v", data, got, want)
+		}
+	}
+}
+
+// An answer that is not a HookResponse is an error, which the hook turns
+// into a deny gate_unavailable.
+func TestParseResponseRefusesWhatIsNotAHookResponse(t *testing.T) {
+	for _, data := range []string{``, `[]`, `"allow"`, `{"verdict":"allow"}`, `{"verdict":{"effect":1}}`, `{"defer":"yes"}`,
+		`{"verdict":{"decided_at":"yesterday"}}`, `{"verdict":{"approval_timeout":90}}`, `{"verdict":{"effect":"allow"}`} {
+		if resp, err := parseResponse([]byte(data)); err == nil {
+			t.Errorf("%s read as %+v", data, resp)
+		} else if !strings.Contains(err.Error(), "not a hook response") {
+			t.Errorf("%s: %v", data, err)
+		}
+	}
+	if resp, err := parseResponse([]byte(`{"verdict":null}`)); err != nil || resp.Verdict != nil {
+		t.Errorf("a null verdict: %+v, %v", resp, err)
+	}
+}
