@@ -15,9 +15,9 @@ import (
 // The hook codes its request to the daemon and reads the answer with
 // sjson and gjson, not with encoding/json's Marshal and Unmarshal, whose
 // reflection is set up afresh in every process: in a process spawned for
-// one request it took about a tenth of the time from spawn to answer
-// (BenchmarkHookSpawn, 3.1× /bin/true with it, 2.95× without, alternating
-// rounds). Tests hold both to what encoding/json gives.
+// one request it took about a twentieth of the time from spawn to answer
+// (3.26-3.42× /bin/true with it, 3.15-3.29× without, in the same
+// alternating rounds). Tests hold both to what encoding/json gives.
 
 // requestBody is req as the daemon reads it. The event goes as
 // json.Marshal sends a json.RawMessage, compacted and HTML-escaped: those
