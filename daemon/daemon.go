@@ -81,6 +81,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err := stateDir(cfg.Paths); err != nil {
 		return err
 	}
+	go policy.Prepare() // while the ledger opens
 	l, err := ledger.Open(cfg.Paths.LedgerDir(), ledger.Options{Logger: log})
 	if ledger.IsLocked(err) {
 		return fmt.Errorf("%w%s", err, heldBy(cfg.Paths))

@@ -38,6 +38,10 @@ var compiledDocumentSchema = sync.OnceValue(func() *jsonschema.Schema {
 	return schema
 })
 
+// Prepare compiles ahead what every Parse uses: a daemon calls it as it
+// starts, so that the first session it registers does not wait for it.
+func Prepare() { compiledDocumentSchema() }
+
 // Load reads and parses the policy file at path.
 func Load(path string) (*Policy, error) {
 	data, err := os.ReadFile(path)
