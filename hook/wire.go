@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -61,7 +62,11 @@ func requestBody(req api.HookRequest) ([]byte, error) {
 var errAnswer = errors.New("the daemon's answer is not a hook response")
 
 // parseResponse reads the daemon's answer, a HookResponse's JSON, as
-// json.Unmarshal would; a field of the wrong type fails it.
+// json.Unmarshal would, or refuses it: a field of the wrong type, and a
+// field named twice or in another case, which json.Unmarshal would read
+// otherwise than gjson (it takes the last, whatever its case). The daemon
+// never sends those; the hook must not read any answer more permissively
+// than json.Unmarshal.
 func parseResponse(data []byte) (api.HookResponse, error) {
 	var resp api.HookResponse
 	if !gjson.ValidBytes(data) {
@@ -71,14 +76,18 @@ func parseResponse(data []byte) (api.HookResponse, error) {
 	if !doc.IsObject() {
 		return resp, errAnswer
 	}
-	switch d := doc.Get("defer"); d.Type {
+	var f [2]gjson.Result
+	if err := members(doc, responseFields[:], f[:]); err != nil {
+		return resp, err
+	}
+	switch d := f[1]; d.Type {
 	case gjson.True:
 		resp.Defer = true
 	case gjson.False, gjson.Null:
 	default:
 		return resp, fmt.Errorf("%w: defer is %s", errAnswer, d.Raw)
 	}
-	v := doc.Get("verdict")
+	v := f[0]
 	if v.Type == gjson.Null {
 		return resp, nil
 	}
@@ -93,48 +102,79 @@ func parseResponse(data []byte) (api.HookResponse, error) {
 	return resp, nil
 }
 
+// responseFields are the names of api.HookResponse's fields, and
+// verdictFields those of api.Verdict's (a test checks that none is left
+// out).
+var (
+	responseFields = [...]string{"verdict", "defer"}
+	verdictFields  = [...]string{"effect", "rule_id", "reason_code", "source", "actor", "approval_id", "message",
+		"decided_at", "expires_at", "approval_timeout", "updated_input"}
+)
+
+// members sets out[i] to the member of obj named names[i]. A member that
+// json.Unmarshal would match to one of names (whose name equals it but for
+// case) and that is not exactly it, or one named twice, is an error.
+func members(obj gjson.Result, names []string, out []gjson.Result) error {
+	var err error
+	obj.ForEach(func(key, value gjson.Result) bool {
+		for i, name := range names {
+			if !strings.EqualFold(key.Str, name) {
+				continue
+			}
+			if key.Str != name || out[i].Exists() {
+				err = fmt.Errorf("%w: %s named twice or as %s", errAnswer, name, key.Raw)
+				return false
+			}
+			out[i] = value
+			return true
+		}
+		return true
+	})
+	return err
+}
+
 // parseVerdict reads every field of an api.Verdict (a test checks that
-// none is left out).
+// none is left out) as json.Unmarshal would.
 func parseVerdict(v gjson.Result) (api.Verdict, error) {
 	var out api.Verdict
+	var f [len(verdictFields)]gjson.Result
+	if err := members(v, verdictFields[:], f[:]); err != nil {
+		return out, err
+	}
 	var effect string
-	for key, dst := range map[string]*string{"effect": &effect, "rule_id": &out.RuleID, "reason_code": &out.ReasonCode,
-		"source": &out.Source, "actor": &out.Actor, "approval_id": &out.ApprovalID, "message": &out.Message} {
-		switch f := v.Get(key); f.Type {
+	for i, dst := range [...]*string{&effect, &out.RuleID, &out.ReasonCode, &out.Source, &out.Actor, &out.ApprovalID, &out.Message} {
+		switch f[i].Type {
 		case gjson.String:
-			*dst = f.Str
+			*dst = f[i].Str
 		case gjson.Null:
 		default:
-			return out, fmt.Errorf("%s is %s", key, f.Raw)
+			return out, fmt.Errorf("%s is %s", verdictFields[i], f[i].Raw)
 		}
 	}
 	out.Effect = api.Effect(effect)
-	for key, dst := range map[string]**time.Time{"decided_at": &out.DecidedAt, "expires_at": &out.ExpiresAt} {
-		switch f := v.Get(key); f.Type {
+	// time.Time's and api.Duration's own UnmarshalJSON, as json.Unmarshal
+	// calls them: time.Time reads the string's bytes unescaped, and
+	// api.Duration refuses null.
+	for i, dst := range [...]**time.Time{&out.DecidedAt, &out.ExpiresAt} {
+		switch x := f[7+i]; x.Type {
 		case gjson.String:
-			t, err := time.Parse(time.RFC3339, f.Str)
-			if err != nil {
-				return out, fmt.Errorf("%s: %w", key, err)
+			var t time.Time
+			if err := t.UnmarshalJSON([]byte(x.Raw)); err != nil {
+				return out, fmt.Errorf("%s: %w", verdictFields[7+i], err)
 			}
 			*dst = &t
 		case gjson.Null:
 		default:
-			return out, fmt.Errorf("%s is %s", key, f.Raw)
+			return out, fmt.Errorf("%s is %s", verdictFields[7+i], x.Raw)
 		}
 	}
-	switch f := v.Get("approval_timeout"); f.Type {
-	case gjson.String:
-		d, err := time.ParseDuration(f.Str)
-		if err != nil {
-			return out, fmt.Errorf("approval_timeout: %w", err)
+	if x := f[9]; x.Exists() {
+		if err := out.ApprovalTimeout.UnmarshalJSON([]byte(x.Raw)); err != nil {
+			return out, fmt.Errorf("approval_timeout is %s: %w", x.Raw, err)
 		}
-		out.ApprovalTimeout = api.Duration(d)
-	case gjson.Null:
-	default:
-		return out, fmt.Errorf("approval_timeout is %s", f.Raw)
 	}
-	if f := v.Get("updated_input"); f.Exists() && f.Type != gjson.Null {
-		out.UpdatedInput = json.RawMessage(f.Raw)
+	if x := f[10]; x.Exists() {
+		out.UpdatedInput = json.RawMessage(x.Raw) // null too, as json.Unmarshal reads it
 	}
 	return out, nil
 }

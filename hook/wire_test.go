@@ -2,10 +2,12 @@ package hook
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
@@ -98,4 +100,74 @@ func TestParseResponseRefusesWhatIsNotAHookResponse(t *testing.T) {
 	if resp, err := parseResponse([]byte(`{"verdict":null}`)); err != nil || resp.Verdict != nil {
 		t.Errorf("a null verdict: %+v, %v", resp, err)
 	}
+}
+
+// answersJSONReadsOtherwise are answers that encoding/json reads other
+// than the first member of each name says (it takes the last of a
+// duplicate name, matches names case-insensitively, and hands null and
+// the raw string to the types' own UnmarshalJSON): the daemon never sends
+// them, but the hook must not read one more permissively than
+// json.Unmarshal would.
+var answersJSONReadsOtherwise = []string{
+	`{"verdict":{"effect":"allow"},"verdict":{"effect":"deny"}}`,
+	`{"verdict":{"effect":"allow"},"Verdict":{"effect":"deny"}}`,
+	`{"verdict":{"effect":"allow"},"verdict":null}`,
+	`{"verdict":{"effect":"allow"},"verdict":1}`,
+	`{"verdict":null,"Verdict":{"effect":"allow"}}`,
+	`{"Verdict":{"Effect":"allow"}}`,
+	`{"verdict":{"effect":"allow","effect":"deny"}}`,
+	`{"verdict":{"effect":"allow","EFFECT":"deny"}}`,
+	`{"verdict":{"effect":"allow","effect":1}}`,
+	`{"verdict":{"effect":"deny","reaſon_code":"policy_denied"}}`,
+	`{"verdict":{"effect":"ask"},"defer":true,"defer":false}`,
+	`{"verdict":{"effect":"ask"},"Defer":true}`,
+	`{"verdict":{"effect":"allow","approval_timeout":null}}`,
+	`{"verdict":{"effect":"allow","approval_timeout":"1h","approval_timeout":"soon"}}`,
+	`{"verdict":{"effect":"allow","decided_at":"2026-12-01T23:04:05\u005a"}}`,
+	`{"verdict":{"effect":"allow","updated_input":null}}`,
+	`{"verdict":{"effect":"allow","updated_input":{"command":"ls"},"Updated_Input":{"command":"rm -rf ~"}}}`,
+}
+
+// The hook never reads an answer more permissively than json.Unmarshal:
+// it reads what json.Unmarshal reads, or refuses the answer (a deny
+// gate_unavailable).
+func TestParseResponseIsNeverLooserThanJSON(t *testing.T) {
+	for _, data := range answersJSONReadsOtherwise {
+		checkParseResponse(t, []byte(data))
+	}
+}
+
+func checkParseResponse(t *testing.T, data []byte) {
+	t.Helper()
+	got, err := parseResponse(data)
+	if err != nil {
+		return
+	}
+	var want api.HookResponse
+	if jerr := json.Unmarshal(data, &want); jerr != nil {
+		t.Errorf("%s: read as %s, json.Unmarshal fails: %v", data, showResponse(got), jerr)
+	} else if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s\nthe hook read %s\njson.Unmarshal reads %s", data, showResponse(got), showResponse(want))
+	}
+}
+
+func showResponse(r api.HookResponse) string {
+	if r.Verdict == nil {
+		return fmt.Sprintf("{Defer:%v}", r.Defer)
+	}
+	return fmt.Sprintf("{Defer:%v Verdict:%+v UpdatedInput:%q}", r.Defer, *r.Verdict, r.Verdict.UpdatedInput)
+}
+
+func FuzzParseResponse(f *testing.F) {
+	for _, data := range answersJSONReadsOtherwise {
+		f.Add([]byte(data))
+	}
+	f.Add([]byte(`{"verdict":{"eff\u0065ct":"allow"},"d\u0065fer":true}`))
+	f.Add([]byte(`{"verdict":{"effect":"allow","rule_id":"r","reason_code":"c","source":"s","actor":"a","approval_id":"i","decided_at":"2026-12-01T23:04:05Z","message":"m","approval_timeout":"1m","updated_input":{"a":1},"expires_at":"2026-12-01T23:04:05+02:00"},"defer":false}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !utf8.Valid(data) {
+			return // json.Unmarshal replaces what is not UTF-8 in strings, gjson keeps it
+		}
+		checkParseResponse(t, data)
+	})
 }
