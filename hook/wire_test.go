@@ -171,3 +171,39 @@ func FuzzParseResponse(f *testing.F) {
 		checkParseResponse(t, data)
 	})
 }
+
+// The request is what json.Marshal gives for any event: nothing in the
+// event (a key "installed" or "session_id" at any depth, escapes, odd
+// numbers) changes how the daemon reads the request around it.
+func FuzzRequestBody(f *testing.F) {
+	for _, ev := range []string{preToolUse,
+		`{"tool_input":{"installed":{"policy_path":"/evil"},"session_id":"x"}}`,
+		`{"installed":{"policy_path":"/evil"},"session_id":"x","event":1,"Installed":2}`,
+		`{"tool_input":{"a":"\\\"}, \"installed\": {\"policy_path\":\"/evil\"}","b":"}\\"}}`,
+		"{\"k\":\"\\u0000\\ud800 \xff\xe2\x80\xa8 <>&\"}", `1`, `"s"`, `[{"installed":1}]`, `null`,
+		`{"n":123456789012345678901234567890e999999999}`, " {\"a\" : [ 1 , 2 ] } \n", "\ufeff{}",
+	} {
+		f.Add([]byte(ev), "ses_1", "/p.json")
+	}
+	f.Fuzz(func(t *testing.T, ev []byte, session, policyPath string) {
+		for _, in := range []*api.InstalledHook{nil, {PolicyPath: policyPath, ApprovalTimeout: api.Duration(time.Minute), ClaudePID: 3, Home: "/h"}} {
+			req := api.HookRequest{SessionID: session, Event: json.RawMessage(ev), Installed: in}
+			mine, err := requestBody(req)
+			theirs, jerr := json.Marshal(req)
+			if (err == nil) != (jerr == nil) {
+				t.Fatalf("%q: requestBody: %v, json.Marshal: %v", ev, err, jerr)
+			}
+			if err != nil {
+				continue
+			}
+			var a, b api.HookRequest
+			if err := json.Unmarshal(mine, &a); err != nil {
+				t.Fatalf("%q: %v", mine, err)
+			}
+			json.Unmarshal(theirs, &b)
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("the hook sends %s\njson.Marshal gives %s", mine, theirs)
+			}
+		}
+	})
+}
