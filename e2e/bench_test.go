@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -13,15 +14,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/contain"
 	"github.com/toolgate/toolgate/modelscript"
+	"github.com/toolgate/toolgate/prompttool"
 	"github.com/toolgate/toolgate/supervisor"
 )
 
 // BenchmarkRunVsBareClaude times the same scripted 50-call session with
 // the real CLI, interleaved: bare claude -p (Bash allowed by
 // --allowedTools); the floor, bare claude -p with one no-op http
-// PreToolUse hook (a server in this process that answers nothing); and
+// PreToolUse hook (a server in this process that answers nothing); the
+// floor with toolgate's permission-prompt MCP server configured (a real
+// prompt tool in this process, which no call of the session reaches), to
+// show what the CLI itself spends on the server run registers; and
 // claude under toolgate run with an allow-all policy, where every call is
 // hooked, recorded durably and decided: by default (http hooks, Landlock),
 // with the command hook, uncontained, and strict. With
@@ -36,13 +42,14 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 		script = append(script, step(bash(fmt.Sprintf("toolu_bench_%02d", i), "true")))
 	}
 	noop := noopHookServer(b)
+	promptTool := promptToolServer(b)
 	baseline := os.Getenv("TOOLGATE_BENCH_BASELINE")
 	type variant struct {
 		name, bin string
 		args      []string
 	}
 	variants := []variant{
-		{name: "bare"}, {name: "floor"},
+		{name: "bare"}, {name: "floor"}, {name: "floor_mcp"},
 		{name: "toolgate", bin: toolgateBin},
 		{name: "command", bin: toolgateBin, args: []string{"--hook-transport", supervisor.HookCommand}},
 		{name: "uncontained", bin: toolgateBin, args: []string{"--containment", contain.Off}},
@@ -68,6 +75,9 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 				cmd = exec.Command(claudeBin, "-p", "--output-format", "json", "--allowedTools", "Bash", "--", "go")
 			case "floor":
 				cmd = exec.Command(claudeBin, "-p", "--output-format", "json", "--allowedTools", "Bash", "--settings", noop, "--", "go")
+			case "floor_mcp":
+				cmd = exec.Command(claudeBin, "-p", "--output-format", "json", "--allowedTools", "Bash", "--settings", noop,
+					"--mcp-config", promptTool, "--permission-prompt-tool", supervisor.PromptToolName, "--", "go")
 			default:
 				args := append(append([]string{"run", "--policy", policy}, v.args...), "--", claudeBin, "-p", "--output-format", "json", "--", "go")
 				cmd = exec.Command(v.bin, args...)
@@ -112,6 +122,33 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 		b.ReportMetric(m/bare, v.name+"_x_bare")
 		b.ReportMetric(m/floor, v.name+"_x_floor")
 	}
+	b.ReportMetric(median(times["toolgate"]).Seconds()/median(times["floor_mcp"]).Seconds(), "toolgate_x_floor_mcp")
+}
+
+// promptToolServer serves toolgate's permission-prompt MCP tool (a real
+// prompttool host) with a decider that denies, and returns an MCP
+// configuration that names it, as toolgate run writes one.
+func promptToolServer(b *testing.B) string {
+	host, err := prompttool.Listen(denyAll{}, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { host.Close() })
+	path := filepath.Join(b.TempDir(), "mcp.json")
+	doc := `{"mcpServers":{"toolgate":{"type":"http","url":"` + host.URL + `","headers":{"Authorization":"Bearer ` + host.Token + `"}}}}`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// denyAll denies every call the prompt tool is asked about: none of the
+// benchmark's should be (each is allowed before any prompt), and a denied
+// one fails the run's count of tool results.
+type denyAll struct{}
+
+func (denyAll) Decide(context.Context, api.PromptRequest, func(string)) (api.Verdict, error) {
+	return api.Deny(api.ReasonDefault, api.SourcePolicy), nil
 }
 
 // noopHookServer serves a no-op http hook (200, no body: no verdict) for
