@@ -51,13 +51,13 @@ func BenchmarkHookSpawn(b *testing.B) {
 	installed := []string{"--policy", policy, "--approval-timeout", "5m"}
 	installedEnv := append(hookEnv(), "TOOLGATE_RUNTIME_DIR="+p.RuntimeDir, "TOOLGATE_STATE_DIR="+p.StateDir,
 		"HOME="+b.TempDir(), "CLAUDE_PID="+strconv.Itoa(os.Getpid()), "GOMAXPROCS=1")
-	var hook, inst, floor []time.Duration
+	var installedTimes, runTimes, floor []time.Duration
 	i := 0
 	for b.Loop() {
 		i++
 		event := `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_b` + strconv.Itoa(i)
-		inst = append(inst, spawn(b, bin, installed, installedEnv, `{"session_id":"c-bench",`+event[1:]+`i"}`, true))
-		hook = append(hook, spawn(b, bin, nil, runEnv, event+`"}`, true))
+		installedTimes = append(installedTimes, spawn(b, bin, installed, installedEnv, `{"session_id":"c-bench",`+event[1:]+`i"}`, true))
+		runTimes = append(runTimes, spawn(b, bin, nil, runEnv, event+`"}`, true))
 		floor = append(floor, spawn(b, "/bin/true", nil, runEnv, "", false))
 	}
 	fp50, fp99 := percentile(floor, 50), percentile(floor, 99)
@@ -66,7 +66,7 @@ func BenchmarkHookSpawn(b *testing.B) {
 	for _, m := range []struct {
 		name string
 		ds   []time.Duration
-	}{{"hook", inst}, {"run_hook", hook}} {
+	}{{"hook", installedTimes}, {"run_hook", runTimes}} {
 		p50, p99 := percentile(m.ds, 50), percentile(m.ds, 99)
 		b.ReportMetric(float64(p50.Microseconds())/1000, m.name+"_p50_ms")
 		b.ReportMetric(float64(p99.Microseconds())/1000, m.name+"_p99_ms")
