@@ -22,25 +22,22 @@ import (
 
 // requestBody is req as the daemon reads it. The event goes as
 // json.Marshal sends a json.RawMessage, compacted and HTML-escaped: those
-// are the bytes the daemon records.
+// are the bytes the daemon records. It goes last, appended: sjson would
+// scan it again for every field set after it (an event may be megabytes).
 func requestBody(req api.HookRequest) ([]byte, error) {
-	var compact, event bytes.Buffer
+	var compact bytes.Buffer
 	if err := json.Compact(&compact, req.Event); err != nil {
 		return nil, fmt.Errorf("the event: %w", err)
 	}
-	json.HTMLEscape(&event, compact.Bytes())
-	body := []byte("{}")
+	head := []byte("{}")
 	var err error
 	set := func(path string, v any) {
 		if err == nil {
-			body, err = sjson.SetBytes(body, path, v)
+			head, err = sjson.SetBytes(head, path, v)
 		}
 	}
 	if req.SessionID != "" {
 		set("session_id", req.SessionID)
-	}
-	if err == nil {
-		body, err = sjson.SetRawBytes(body, "event", event.Bytes())
 	}
 	if in := req.Installed; in != nil {
 		set("installed.policy_path", in.PolicyPath)
@@ -55,7 +52,19 @@ func requestBody(req api.HookRequest) ([]byte, error) {
 			set("installed.claude_dir", in.ClaudeDir)
 		}
 	}
-	return body, err
+	if err != nil {
+		return nil, err
+	}
+	var body bytes.Buffer
+	body.Grow(len(head) + compact.Len() + 16)
+	body.Write(head[:len(head)-1]) // without its closing brace
+	if len(head) > 2 {
+		body.WriteByte(',')
+	}
+	body.WriteString(`"event":`)
+	json.HTMLEscape(&body, compact.Bytes())
+	body.WriteByte('}')
+	return body.Bytes(), nil
 }
 
 // errAnswer is an answer from the daemon that is not a HookResponse.
