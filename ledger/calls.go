@@ -218,27 +218,26 @@ func refsOf(raw []byte) refs {
 // joinEvents fills in what c's record names in events (r) from them, read
 // by read (nil for an event the ledger does not hold: missing is its seq).
 func joinEvents(c *api.Call, r refs, read func(seq uint64) ([]byte, error)) (missing uint64, err error) {
-	if r.input != 0 {
-		ev, err := read(r.input)
-		if err != nil || ev == nil {
-			return r.input, err
+	for _, j := range [...]struct {
+		seq              uint64
+		kind, path, what string
+		set              func(gjson.Result)
+	}{
+		{r.input, KindCallProposed, "data.input", "its input", func(v gjson.Result) { c.Input = json.RawMessage(v.Raw) }},
+		{r.seen, KindCallSeen, "data.seen", "what the model saw", func(v gjson.Result) { c.Seen = v.String() }},
+	} {
+		if j.seq == 0 {
+			continue
 		}
-		in, err := eventField(ev, KindCallProposed, c.ToolUseID, r.input, "data.input", "its input")
+		ev, err := read(j.seq)
+		if err != nil || ev == nil {
+			return j.seq, err
+		}
+		v, err := eventField(ev, j.kind, c.ToolUseID, j.seq, j.path, j.what)
 		if err != nil {
 			return 0, err
 		}
-		c.Input = json.RawMessage(in.Raw)
-	}
-	if r.seen != 0 {
-		ev, err := read(r.seen)
-		if err != nil || ev == nil {
-			return r.seen, err
-		}
-		seen, err := eventField(ev, KindCallSeen, c.ToolUseID, r.seen, "data.seen", "what the model saw")
-		if err != nil {
-			return 0, err
-		}
-		c.Seen = seen.String()
+		j.set(v)
 	}
 	return 0, nil
 }
