@@ -91,8 +91,9 @@ func ForRun(mode string) (Level, error) {
 	return Level{}, fmt.Errorf("--containment must be auto, landlock, strict or off, not %q", mode)
 }
 
-// Command is the hidden toolgate command that toolgate run starts claude
-// through when it contains it: it enters the domain, then becomes claude.
+// Command is the toolgate-hook mode that toolgate run starts claude through
+// when it contains it ("toolgate-hook contain --parent PID -- claude ..."):
+// it enters the domain, then becomes claude.
 const Command = "contain"
 
 // Contain enters a Landlock domain that scopes signals and abstract Unix

@@ -87,10 +87,11 @@ func (c *child) stopGroup(grace time.Duration) {
 }
 
 // containedCommand is claude's command line as toolgate run starts it:
-// through toolgate contain when the session is contained.
-func containedCommand(level contain.Level, self, claude string, args []string) (string, []string) {
+// through "toolgate-hook contain" when the session is contained (the hook
+// binary starts about ten milliseconds sooner than toolgate).
+func containedCommand(level contain.Level, hook, claude string, args []string) (string, []string) {
 	if !level.Contained() {
 		return claude, args
 	}
-	return self, append([]string{contain.Command, "--parent", fmt.Sprint(os.Getpid()), "--", claude}, args...)
+	return hook, append([]string{contain.Command, "--parent", fmt.Sprint(os.Getpid()), "--", claude}, args...)
 }

@@ -233,7 +233,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	// thread that started it ends: this goroutine keeps its thread).
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	name, argv := containedCommand(r.level, r.cfg.Self, r.cfg.Claude, args)
+	name, argv := containedCommand(r.level, r.cfg.Hook, r.cfg.Claude, args)
 	cmd := exec.Command(name, argv...)
 	cmd.Dir = r.cfg.Cwd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.cfg.Stdin, r.cfg.Stdout, r.cfg.Stderr

@@ -1,21 +1,31 @@
 // Command toolgate-hook is the hook Claude Code spawns for every tool call
 // of a gated session. It stays lean (see package hook): it reads one event
 // on stdin, asks the daemon, and prints the answer. It always exits 0.
+//
+// toolgate run also starts a contained claude through it, as
+// "toolgate-hook contain --parent PID -- claude ARGS": this binary starts
+// in about a millisecond, toolgate in about ten (its packages'
+// initialisation), and that start is on the way to claude's.
 package main
 
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 
+	"github.com/toolgate/toolgate/contain"
 	"github.com/toolgate/toolgate/hook"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == contain.Command {
+		os.Exit(containMain(os.Args[2:]))
+	}
 	os.Exit(hook.Main(hook.Process{Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Getenv: os.Getenv, DaemonExe: daemonExe(), StartDaemon: startDaemon}))
 }
@@ -47,4 +57,23 @@ func startDaemon(ctx context.Context) error {
 		return fmt.Errorf("toolgate serve --background: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
+}
+
+// containMain enters the session's Landlock domain, then becomes the
+// command after "--" (claude). It returns only when the command could not
+// start: 64 for a wrong command line, 69 when the domain could not be
+// entered or toolgate run is gone.
+func containMain(args []string) int {
+	fs := flag.NewFlagSet("toolgate-hook contain", flag.ContinueOnError)
+	parent := fs.Int("parent", 0, "the pid of the toolgate run this belongs to")
+	if err := fs.Parse(args); err != nil {
+		return 64
+	}
+	if *parent <= 0 || fs.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "usage: toolgate-hook contain --parent PID -- COMMAND [ARGS] (toolgate run starts claude this way)")
+		return 64
+	}
+	err := contain.Contain(fs.Args(), os.Environ(), *parent)
+	fmt.Fprintf(os.Stderr, "toolgate-hook: %v\n", err)
+	return 69
 }

@@ -51,7 +51,6 @@ EXAMPLES
 			demoCommand(),
 			doctorCommand(),
 			demoMCPCommand(),
-			containCommand(),
 			versionCommand(),
 			completionCommand(),
 			helpCommand(),

@@ -99,7 +99,7 @@ EXIT STATUS
 			&cli.DurationFlag{Name: "approval-timeout", Usage: "how long an ask waits for a person", EnvVars: []string{"TOOLGATE_APPROVAL_TIMEOUT"}, Value: api.DefaultApprovalTimeout},
 			&cli.StringFlag{Name: "on-ask", Usage: "wait (for a person), deny (unattended), or defer (end the run; toolgate resume goes on once a person decided)", EnvVars: []string{"TOOLGATE_ON_ASK"}, Value: api.OnAskWait},
 			&cli.StringFlag{Name: "claude", Usage: "the claude executable", EnvVars: []string{"TOOLGATE_CLAUDE"}, Value: "claude"},
-			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
+			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate); a contained claude starts through it", EnvVars: []string{"TOOLGATE_HOOK"}},
 			&cli.StringFlag{Name: "hook-transport", Usage: "auto (http, or command where Claude Code's sandbox is on or the CLI is older than 2.1.332), http (run's loopback listener) or command (toolgate-hook, spawned for each event)", EnvVars: []string{"TOOLGATE_HOOK_TRANSPORT"}, Value: supervisor.HookAuto},
 			&cli.DurationFlag{Name: "mcp-timeout", Usage: "how long each MCP server may take to list its tools before claude starts", EnvVars: []string{"TOOLGATE_MCP_TIMEOUT"}, Value: supervisor.DefaultDiscoveryTimeout},
 			&cli.DurationFlag{Name: "mcp-cache", Usage: "how long an MCP server's listed tools are kept, by its configuration (0: list them on every run)", EnvVars: []string{"TOOLGATE_MCP_CACHE"}, Value: 24 * time.Hour},

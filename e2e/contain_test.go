@@ -1,0 +1,56 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// toolgate run starts a contained claude as "toolgate-hook contain
+// --parent PID -- claude ARGS". What it starts is inside the Landlock
+// domain (it cannot signal the process that started it), and it never
+// starts when that process is not its parent any more.
+func TestHookContainMode(t *testing.T) {
+	self := strconv.Itoa(os.Getpid())
+	signalRun := []string{"sh", "-c", "kill -0 " + self}
+
+	// Outside the domain, the same command signals this process: what
+	// follows can fail.
+	if out, err := exec.Command(signalRun[0], signalRun[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("uncontained kill -0: %v: %s", err, out)
+	}
+
+	out, err := exec.Command(hookBin, append([]string{"contain", "--parent", self, "--"}, signalRun...)...).CombinedOutput()
+	if code := exitCode(err); code == 0 || !strings.Contains(string(out), "Operation not permitted") {
+		t.Errorf("contained kill -0 of the parent: exit %d, %s; want it refused (Operation not permitted)", code, out)
+	}
+
+	started := filepath.Join(t.TempDir(), "started")
+	out, err = exec.Command(hookBin, "contain", "--parent", "1", "--", "touch", started).CombinedOutput()
+	if code := exitCode(err); code != 69 || !strings.Contains(string(out), "toolgate run is gone") {
+		t.Errorf("contain under another parent: exit %d, %s; want 69, toolgate run is gone", code, out)
+	}
+	if _, err := os.Stat(started); err == nil {
+		t.Error("contain under another parent started its command")
+	}
+
+	out, err = exec.Command(hookBin, "contain", "--parent", self).CombinedOutput()
+	if code := exitCode(err); code != 64 || !strings.Contains(string(out), "usage") {
+		t.Errorf("contain without a command: exit %d, %s; want 64 and the usage", code, out)
+	}
+}
+
+// exitCode is a finished command's exit status: 0 for a nil error, -1
+// when it did not run.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return -1
+}
