@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +37,14 @@ import (
 // toolgate-hook beside it), that build's run is timed too, in the same
 // rounds. The daemon runs before each timed run, as it does between the
 // runs of a machine; its start is timed apart (cold).
+//
+// Each iteration is one round. The variants the goal compares (bare, the
+// floors, toolgate run, the baseline) run in every round; the others
+// (command, uncontained, strict, cold) in every third, from the first, so
+// that more rounds of the goal's cost little more time. A time is the
+// median of its rounds, a ratio the median of the rounds' ratios; -v logs
+// every round. TOOLGATE_BENCH_VARIANTS (names, comma-separated) times only
+// those named.
 func BenchmarkRunVsBareClaude(b *testing.B) {
 	calls := benchCalls()
 	var script []modelscript.Step
@@ -47,21 +57,32 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 	type variant struct {
 		name, bin string
 		args      []string
+		every     int // rounds: 1, every round; 3, every third
 	}
 	variants := []variant{
-		{name: "bare"}, {name: "floor"}, {name: "floor_mcp"},
-		{name: "toolgate", bin: toolgateBin},
-		{name: "command", bin: toolgateBin, args: []string{"--hook-transport", supervisor.HookCommand}},
-		{name: "uncontained", bin: toolgateBin, args: []string{"--containment", contain.Off}},
-		{name: "strict", bin: toolgateBin, args: []string{"--containment", contain.Strict}},
-		{name: "cold", bin: toolgateBin},
+		{name: "bare", every: 1}, {name: "floor", every: 1}, {name: "floor_mcp", every: 1},
+		{name: "toolgate", bin: toolgateBin, every: 1},
+		{name: "command", bin: toolgateBin, args: []string{"--hook-transport", supervisor.HookCommand}, every: 3},
+		{name: "uncontained", bin: toolgateBin, args: []string{"--containment", contain.Off}, every: 3},
+		{name: "strict", bin: toolgateBin, args: []string{"--containment", contain.Strict}, every: 3},
+		{name: "cold", bin: toolgateBin, every: 3},
 	}
 	if baseline != "" {
-		variants = append(variants, variant{name: "baseline", bin: baseline})
+		variants = append(variants, variant{name: "baseline", bin: baseline, every: 1})
 	}
-	times := map[string][]time.Duration{}
-	for b.Loop() {
+	if only := os.Getenv("TOOLGATE_BENCH_VARIANTS"); only != "" {
+		names := strings.Split(only, ",")
+		variants = slices.DeleteFunc(variants, func(v variant) bool { return !slices.Contains(names, v.name) })
+	}
+	times := map[string]map[int]time.Duration{} // by variant, then round
+	for _, v := range variants {
+		times[v.name] = map[int]time.Duration{}
+	}
+	for round := 0; b.Loop(); round++ {
 		for _, v := range variants {
+			if round%v.every != 0 {
+				continue
+			}
 			w := newWorldB(b)
 			model, err := modelscript.Start(script)
 			if err != nil {
@@ -99,7 +120,8 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 			if n := len(model.ToolResults()); n != calls {
 				b.Fatalf("%s: %d tool results, want %d", v.name, n, calls)
 			}
-			times[v.name] = append(times[v.name], d)
+			times[v.name][round] = d
+			b.Logf("round %d: %s %.3f s", round, v.name, d.Seconds())
 			if v.bin != "" && v.bin != toolgateBin {
 				// Another build's daemon speaks its own protocol version:
 				// its own CLI stops it.
@@ -112,23 +134,39 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 			w.stopDaemon()
 		}
 	}
-	bare, floor := median(times["bare"]).Seconds(), median(times["floor"]).Seconds()
-	b.ReportMetric(bare, "bare_s")
-	b.ReportMetric(floor, "floor_s")
-	b.ReportMetric(floor/bare, "floor_x_bare")
-	for _, v := range variants[2:] {
-		m := median(times[v.name]).Seconds()
-		b.ReportMetric(m, v.name+"_s")
-		b.ReportMetric(m/bare, v.name+"_x_bare")
-		b.ReportMetric(m/floor, v.name+"_x_floor")
+	// Each variant's median, and its ratio to another: the median of the
+	// ratios of the rounds that timed both, so that a machine slower in
+	// one round than another weighs on both sides alike. A variant left
+	// out by TOOLGATE_BENCH_VARIANTS has neither.
+	ratio := func(name, floor, metric string) {
+		var rs []float64
+		for round, d := range times[name] {
+			if f, ok := times[floor][round]; ok {
+				rs = append(rs, d.Seconds()/f.Seconds())
+			}
+		}
+		if len(rs) > 0 {
+			slices.Sort(rs)
+			b.ReportMetric(rs[len(rs)/2], metric)
+		}
 	}
-	b.ReportMetric(median(times["toolgate"]).Seconds()/median(times["floor_mcp"]).Seconds(), "toolgate_x_floor_mcp")
+	for _, v := range variants {
+		b.ReportMetric(median(slices.Collect(maps.Values(times[v.name]))).Seconds(), v.name+"_s")
+		if v.name == "bare" {
+			continue
+		}
+		ratio(v.name, "bare", v.name+"_x_bare")
+		if v.name != "floor" {
+			ratio(v.name, "floor", v.name+"_x_floor")
+		}
+	}
+	ratio("toolgate", "floor_mcp", "toolgate_x_floor_mcp")
 }
 
 // promptToolServer serves toolgate's permission-prompt MCP tool (a real
 // prompttool host) with a decider that denies, and returns an MCP
 // configuration that names it, as toolgate run writes one.
-func promptToolServer(b *testing.B) string {
+func promptToolServer(b testing.TB) string {
 	host, err := prompttool.Listen(denyAll{}, "bench")
 	if err != nil {
 		b.Fatal(err)
@@ -154,7 +192,7 @@ func (denyAll) Decide(context.Context, api.PromptRequest, func(string)) (api.Ver
 // noopHookServer serves a no-op http hook (200, no body: no verdict) for
 // the benchmark's floor and returns the settings that register it for
 // PreToolUse.
-func noopHookServer(b *testing.B) string {
+func noopHookServer(b testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
