@@ -3,7 +3,9 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -14,6 +16,8 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/claudecode"
 	"github.com/toolgate/toolgate/install"
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Claude Code merges its settings from several layers, and some of what
@@ -144,15 +148,26 @@ func (r *runner) watchSettings(ctx context.Context) {
 }
 
 // runsHook reports whether a hook command runs the toolgate-hook
-// executable hook, as the shell would read it (a simple command: program
-// and arguments, past leading assignments and exec; $CLAUDE_PROJECT_DIR is
-// project). A bare name is looked up on PATH, as the shell will.
+// executable hook, as the hook itself, as the shell would read it (a
+// simple command: program and arguments, past leading GOMAXPROCS= and
+// exec; $CLAUDE_PROJECT_DIR is project). A bare name is looked up on PATH,
+// as the shell will.
+//
+// The very file is not enough: "toolgate-hook contain --parent PID --
+// COMMAND" executes COMMAND, which then answers Claude Code as a hook of
+// its own (with an updatedInput, say). So the arguments must be the hook's
+// own (none, as run's, or an installed hook's flags), and the command must
+// be one whose words the shell passes as they read: any other expansion
+// (${PPID:+contain}), a glob, a redirection or a second command, and it is
+// not toolgate's.
 func runsHook(command, hook, project string) bool {
-	program, _, err := install.Parse(command, project)
-	if err != nil || hook == "" || filepath.Base(program) != install.HookName {
+	words, ok := hookWords(command, project)
+	if !ok || hook == "" || len(words) == 0 || filepath.Base(words[0]) != install.HookName || !hookModeArgs(words[1:]) {
 		return false
 	}
+	program := words[0]
 	if !strings.Contains(program, "/") {
+		var err error
 		if program, err = exec.LookPath(program); err != nil {
 			return false
 		}
@@ -163,6 +178,97 @@ func runsHook(command, hook, project string) bool {
 	a, errA := os.Stat(program)
 	b, errB := os.Stat(hook)
 	return errA == nil && errB == nil && os.SameFile(a, b)
+}
+
+// hookWords are the program and arguments of a hook command, past leading
+// GOMAXPROCS= assignments and exec, when the shell can pass no others: one
+// simple command whose words are literal text, quoted or not, and
+// $CLAUDE_PROJECT_DIR (project). ok is false for anything else.
+func hookWords(command, project string) (words []string, ok bool) {
+	f, err := syntax.NewParser().Parse(strings.NewReader(command), "")
+	if err != nil || len(f.Stmts) != 1 {
+		return nil, false
+	}
+	st := f.Stmts[0]
+	call, isCall := st.Cmd.(*syntax.CallExpr)
+	if !isCall || st.Negated || st.Background || st.Coprocess || len(st.Redirs) > 0 {
+		return nil, false
+	}
+	cfg := &expand.Config{Env: expand.ListEnviron("CLAUDE_PROJECT_DIR=" + project)}
+	literal := func(w *syntax.Word) (string, bool) {
+		for _, part := range w.Parts {
+			switch p := part.(type) {
+			case *syntax.Lit:
+				if strings.ContainsAny(p.Value, "*?[]{}~") { // globs, braces, tildes
+					return "", false
+				}
+			case *syntax.SglQuoted:
+				if p.Dollar {
+					return "", false
+				}
+			case *syntax.DblQuoted:
+				for _, q := range p.Parts {
+					if _, isLit := q.(*syntax.Lit); !isLit && !projectDir(command, q) {
+						return "", false
+					}
+				}
+			case *syntax.ParamExp: // unquoted: split and globbed
+				if !projectDir(command, p) || strings.ContainsAny(project, " \t\n*?[") {
+					return "", false
+				}
+			default:
+				return "", false
+			}
+		}
+		s, err := expand.Literal(cfg, w)
+		return s, err == nil
+	}
+	for _, a := range call.Assigns {
+		if a.Name == nil || a.Name.Value != "GOMAXPROCS" || a.Append || a.Naked || a.Index != nil || a.Array != nil {
+			return nil, false
+		}
+		if a.Value != nil {
+			if _, ok := literal(a.Value); !ok {
+				return nil, false
+			}
+		}
+	}
+	for _, w := range call.Args {
+		s, ok := literal(w)
+		if !ok {
+			return nil, false
+		}
+		words = append(words, s)
+	}
+	if len(words) > 0 && words[0] == "exec" {
+		words = words[1:]
+	}
+	return words, true
+}
+
+// projectDir reports whether a word part is $CLAUDE_PROJECT_DIR as it
+// reads, without any operator.
+func projectDir(command string, part syntax.WordPart) bool {
+	p, ok := part.(*syntax.ParamExp)
+	if !ok {
+		return false
+	}
+	text := command[p.Pos().Offset():p.End().Offset()]
+	return text == "$CLAUDE_PROJECT_DIR" || text == "${CLAUDE_PROJECT_DIR}"
+}
+
+// hookModeArgs reports whether toolgate-hook runs as the hook with these
+// arguments: none (toolgate run's hook), or an installed hook's flags.
+// Anything else (its contain mode above all) is not the hook.
+func hookModeArgs(args []string) bool {
+	if len(args) == 0 {
+		return true
+	}
+	fs := flag.NewFlagSet(install.HookName, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	policy := fs.String("policy", "", "")
+	fs.Duration("approval-timeout", 0, "")
+	return fs.Parse(args) == nil && fs.NArg() == 0 && *policy != ""
 }
 
 func clip(s string, n int) string {

@@ -1,0 +1,56 @@
+package supervisor
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/install"
+)
+
+// A hook command counts as toolgate's only when it runs the very
+// toolgate-hook file as the hook: its contain mode executes any command,
+// which then answers Claude Code as a hook of its own (updatedInput), so
+// a settings layer that runs it must be refused like any other hook.
+func TestRunsHook(t *testing.T) {
+	project := t.TempDir()
+	hook := filepath.Join(project, "bin", install.HookName)
+	os.MkdirAll(filepath.Dir(hook), 0o700)
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	q := claudecode.ShellQuote(hook)
+	installed := install.Options{Hook: hook, Policy: "/etc/p.json", ApprovalTimeout: 15 * 60e9}.Command()
+	inProject := install.Options{Hook: "bin/toolgate-hook", Policy: "policy.json", ApprovalTimeout: 15 * 60e9}.Command()
+	for _, c := range []struct {
+		command string
+		want    bool
+	}{
+		{claudecode.CommandLine(hook), true},
+		{installed, true},
+		{inProject, true},
+		{hook, true},
+		{`"${CLAUDE_PROJECT_DIR}"/bin/toolgate-hook --policy=p.json`, true},
+
+		{q + " contain --parent 1234 -- sh answer.sh", false},
+		{"exec " + q + " contain --parent $PPID -- sh answer.sh", false},
+		{"exec " + q + " ${PPID:+contain} ${PPID:+--parent} $PPID ${PPID:+--} ${PPID:+sh} ${PPID:+answer.sh}", false},
+		{"exec " + q + " contai[n] --parent 1 -- sh answer.sh", false},
+		{"exec " + q + " $'contain' --parent 1 -- sh answer.sh", false},
+		{"exec " + q + " $(echo contain) --parent 1 -- sh answer.sh", false},
+		{"exec " + q + " --policy p.json -- contain", false},
+		{"exec " + q + " --policy p.json extra", false},
+		{q + " --policy p.json; sh answer.sh", false},
+		{q + " --policy p.json && sh answer.sh", false},
+		{q + " --policy p.json < /dev/null", false},
+		{"LD_PRELOAD=" + project + "/evil.so exec " + q, false},
+		{"TOOLGATE_SOCKET=/tmp/s.sock exec " + q, false},
+		{"exec -a contain " + q, false},
+		{"sh answer.sh", false},
+	} {
+		if got := runsHook(c.command, hook, project); got != c.want {
+			t.Errorf("runsHook(%s) = %v, want %v", c.command, got, c.want)
+		}
+	}
+}
