@@ -163,9 +163,9 @@ func resumeOne(cliCtx *cli.Context, d api.DeferredSession) (supervisor.Report, e
 	if err != nil {
 		return supervisor.Report{}, err
 	}
-	hook := cliCtx.String("hook")
-	if hook == "" {
-		hook = filepath.Join(filepath.Dir(self), "toolgate-hook")
+	hook, err := hookExecutable(cliCtx, self) // from here, not from the session's directory
+	if err != nil {
+		return supervisor.Report{}, err
 	}
 	home, _ := os.UserHomeDir()
 	cfg := supervisor.RunConfig{

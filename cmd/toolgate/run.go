@@ -168,9 +168,9 @@ func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 	if err != nil {
 		return supervisor.RunConfig{}, err
 	}
-	hook := cliCtx.String("hook")
-	if hook == "" {
-		hook = filepath.Join(filepath.Dir(self), "toolgate-hook")
+	hook, err := hookExecutable(cliCtx, self)
+	if err != nil {
+		return supervisor.RunConfig{}, err
 	}
 	if _, err := os.Stat(hook); err != nil {
 		return supervisor.RunConfig{}, &gateUnavailable{fmt.Errorf("the hook binary is missing: %v\nTry: go build -o bin/ ./cmd/... and run bin/toolgate, or set --hook", err)}
@@ -204,4 +204,17 @@ func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 		Stdout:          cliCtx.App.Writer,
 		Stderr:          cliCtx.App.ErrWriter,
 	}, nil
+}
+
+// hookExecutable is the toolgate-hook executable run uses: --hook, or the one
+// beside toolgate, absolute. run starts claude through it, and the guard
+// protects it by that name: a relative one would be found in the
+// project's directory (where the session's tools write) and named so that
+// the guard never sees it.
+func hookExecutable(cliCtx *cli.Context, self string) (string, error) {
+	hook := cliCtx.String("hook")
+	if hook == "" {
+		hook = filepath.Join(filepath.Dir(self), "toolgate-hook")
+	}
+	return filepath.Abs(hook)
 }
