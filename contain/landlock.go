@@ -96,12 +96,18 @@ func ForRun(mode string) (Level, error) {
 // it enters the domain, then becomes claude.
 const Command = "contain"
 
+// Ready is what Contain writes on its ready descriptor before it executes
+// claude.
+const Ready = "ok"
+
 // Contain enters a Landlock domain that scopes signals and abstract Unix
 // sockets, then executes argv (claude) in it, in this process: it returns
 // only on failure. The parent's death kills it (toolgate run sets that
 // before it starts this process, and it holds across exec); if the parent
-// is gone already, it does not start claude.
-func Contain(argv, env []string, parent int) error {
+// is gone already, it does not start claude. ready, when not nil, is told
+// "ok" just before the exec and closed by it: the parent learns that what
+// it started is Contain, and that it got as far as claude.
+func Contain(argv, env []string, parent int, ready *os.File) error {
 	if len(argv) == 0 {
 		return errors.New("contain: no command")
 	}
@@ -121,6 +127,12 @@ func Contain(argv, env []string, parent int) error {
 	}
 	if os.Getppid() != parent {
 		return errors.New("contain: toolgate run is gone")
+	}
+	if ready != nil {
+		syscall.CloseOnExec(int(ready.Fd()))
+		if _, err := ready.WriteString(Ready); err != nil {
+			return fmt.Errorf("contain: tell toolgate run: %w", err)
+		}
 	}
 	return syscall.Exec(path, argv, env)
 }

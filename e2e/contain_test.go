@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +38,21 @@ func TestHookContainMode(t *testing.T) {
 	}
 	if _, err := os.Stat(started); err == nil {
 		t.Error("contain under another parent started its command")
+	}
+
+	// --ready: "ok" as the command is executed, and the descriptor is not
+	// the command's (closed by that exec: run reads to its end).
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(hookBin, "contain", "--parent", self, "--ready", "3", "--", "sh", "-c", "[ ! -e /dev/fd/3 ]")
+	cmd.ExtraFiles = []*os.File{wr}
+	out, err = cmd.CombinedOutput()
+	wr.Close()
+	said, _ := io.ReadAll(rd)
+	if err != nil || string(said) != "ok" {
+		t.Errorf("contain --ready 3: %v, %s; said %q, want \"ok\" and the descriptor closed by the exec", err, out, said)
 	}
 
 	out, err = exec.Command(hookBin, "contain", "--parent", self).CombinedOutput()
@@ -93,5 +109,23 @@ func TestAttackReplaceARelativeHook(t *testing.T) {
 	w.run(runArgs{policy: attackPolicy, claudeEnv: relative, script: []modelscript.Step{{Text: "done"}}})
 	if out, err := os.ReadFile(filepath.Join(w.project, "escaped")); err == nil {
 		t.Errorf("the next session's claude started through the model's program: %s", out)
+	}
+}
+
+// A toolgate-hook without the contain mode (another build's, or not a
+// hook at all) must not make toolgate run report a session that never
+// started as one that went well: it answers as a hook and exits 0, and
+// claude never starts. run exits 69 and says what to do.
+func TestRunWithAHookOfAnotherBuild(t *testing.T) {
+	w := newWorld(t)
+	old := w.writeFile("old-hook", "#!/bin/sh\necho '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"deny\"}}'\n")
+	os.Chmod(old, 0o755)
+	r := w.run(runArgs{policy: attackPolicy, claudeEnv: []string{"TOOLGATE_HOOK=" + old},
+		script: []modelscript.Step{step(bash("toolu_old_1", "touch ran"))}})
+	if r.code != 69 || !strings.Contains(r.stderr, "claude did not start") || !strings.Contains(r.stderr, "Try: build toolgate and toolgate-hook together") {
+		t.Errorf("toolgate run with another build's hook: exit %d, stderr %s; want 69, claude did not start, and what to do", r.code, r.stderr)
+	}
+	if n := r.model.Turns(); n != 0 {
+		t.Errorf("the model was asked for %d turns: claude started", n)
 	}
 }

@@ -93,5 +93,5 @@ func containedCommand(level contain.Level, hook, claude string, args []string) (
 	if !level.Contained() {
 		return claude, args
 	}
-	return hook, append([]string{contain.Command, "--parent", fmt.Sprint(os.Getpid()), "--", claude}, args...)
+	return hook, append([]string{contain.Command, "--parent", fmt.Sprint(os.Getpid()), "--ready", fmt.Sprint(containReadyFD), "--", claude}, args...)
 }

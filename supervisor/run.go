@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tidwall/sjson"
@@ -22,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/daemon"
 	"github.com/toolgate/toolgate/policy"
 	"github.com/toolgate/toolgate/prompttool"
+	"golang.org/x/sys/unix"
 )
 
 // RunConfig configures one supervised claude.
@@ -179,6 +181,19 @@ func (e *ReportError) Error() string {
 }
 func (e *ReportError) Unwrap() error { return e.Err }
 
+// NotContainedError is a contained claude that did not start: the hook
+// binary run starts it through has no contain mode (another build's), or
+// its contain failed (it said why on stderr).
+type NotContainedError struct {
+	Hook string
+	Err  error
+}
+
+func (e *NotContainedError) Error() string {
+	return "claude did not start: " + e.Hook + " contain " + e.Err.Error()
+}
+func (e *NotContainedError) Unwrap() error { return e.Err }
+
 // UnavailableError is the gate failing to start: claude was not started.
 type UnavailableError struct{ Err error }
 
@@ -245,9 +260,28 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	if r.cfg.HookTransport == HookHTTP {
 		cmd.Env, _ = noProxyLoopback(cmd.Env)
 	}
+	var ready *os.File
+	if r.level.Contained() {
+		rd, wr, err := os.Pipe()
+		if err != nil {
+			return Report{}, fmt.Errorf("start claude: %w", err)
+		}
+		defer rd.Close()
+		cmd.ExtraFiles, ready = []*os.File{wr}, rd // wr is containReadyFD in the child
+	}
 	c, err := startChild(cmd)
+	for _, f := range cmd.ExtraFiles {
+		f.Close() // the child's copy is the one that counts
+	}
 	if err != nil {
 		return Report{}, fmt.Errorf("start claude: %w", err)
+	}
+	if ready != nil {
+		if err := awaitContained(ready, containDeadline); err != nil {
+			unix.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+			return Report{}, &NotContainedError{Hook: r.cfg.Hook, Err: err}
+		}
 	}
 	r.mu.Lock()
 	r.child = c
@@ -272,6 +306,33 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	c.stopGroup(3 * time.Second)
 	r.endOrphans(ctx)
 	return r.finish(context.WithoutCancel(ctx), started, claudeCode), nil
+}
+
+// containReadyFD is the descriptor on which toolgate-hook contain says it
+// reached claude's exec (the first of cmd.ExtraFiles).
+const containReadyFD = 3
+
+// containDeadline bounds the wait for it: the contain mode takes a few
+// milliseconds; a hook binary of another build may never say it (it reads
+// an event on stdin instead).
+const containDeadline = 10 * time.Second
+
+// awaitContained waits until what run started as toolgate-hook contain
+// says it is executing claude in the domain, and the descriptor closes
+// with that exec. Anything else (a hook binary without the mode, a contain
+// that failed) is an error: claude did not start.
+func awaitContained(ready *os.File, deadline time.Duration) error {
+	ready.SetReadDeadline(time.Now().Add(deadline))
+	said, err := io.ReadAll(io.LimitReader(ready, 64))
+	switch {
+	case os.IsTimeout(err):
+		return fmt.Errorf("said nothing within %s", deadline)
+	case err != nil:
+		return err
+	case string(said) != contain.Ready:
+		return fmt.Errorf("did not say it started claude (%q)", said)
+	}
+	return nil
 }
 
 // hookPath is where run's listener takes Claude Code's http hooks.

@@ -66,14 +66,19 @@ func startDaemon(ctx context.Context) error {
 func containMain(args []string) int {
 	fs := flag.NewFlagSet("toolgate-hook contain", flag.ContinueOnError)
 	parent := fs.Int("parent", 0, "the pid of the toolgate run this belongs to")
+	readyFD := fs.Int("ready", -1, "a descriptor to write \""+contain.Ready+"\" to as COMMAND is executed")
 	if err := fs.Parse(args); err != nil {
 		return 64
 	}
 	if *parent <= 0 || fs.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: toolgate-hook contain --parent PID -- COMMAND [ARGS] (toolgate run starts claude this way)")
+		fmt.Fprintln(os.Stderr, "usage: toolgate-hook contain --parent PID [--ready FD] -- COMMAND [ARGS] (toolgate run starts claude this way)")
 		return 64
 	}
-	err := contain.Contain(fs.Args(), os.Environ(), *parent)
+	var ready *os.File
+	if *readyFD >= 0 {
+		ready = os.NewFile(uintptr(*readyFD), "ready")
+	}
+	err := contain.Contain(fs.Args(), os.Environ(), *parent, ready)
 	fmt.Fprintf(os.Stderr, "toolgate-hook: %v\n", err)
 	return 69
 }

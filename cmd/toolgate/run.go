@@ -121,6 +121,8 @@ EXIT STATUS
 				return &configError{settingsErr}
 			case errors.As(err, new(*supervisor.ReportError)):
 				return &cantCreateError{fmt.Errorf("%w; claude was not started\nTry: --report FILE in a directory you can write", err)}
+			case errors.As(err, new(*supervisor.NotContainedError)):
+				return &gateUnavailable{fmt.Errorf("%w\nTry: build toolgate and toolgate-hook together (go build -o bin/ ./cmd/...), or name this build's hook with --hook", err)}
 			case errors.As(err, new(*supervisor.UnavailableError)):
 				return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve in another terminal to see why, or check %s", err, envPaths("").LogFile())}
 			case err != nil:
