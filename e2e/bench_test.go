@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,11 +46,31 @@ import (
 // median of its rounds, a ratio the median of the rounds' ratios; -v logs
 // every round. TOOLGATE_BENCH_VARIANTS (names, comma-separated) times only
 // those named.
+//
+// The scripted model stamps every turn it is asked for, so that a
+// session's time splits into its start (until the first turn), its turns
+// (the median gap between two) and its end (after the last call's turn):
+// NAME_turn_ms, NAME_first_ms and NAME_last_ms are what toolgate run (and
+// the baseline) add to each against the floor with the MCP server, and
+// floor_mcp_first_ms what that server adds to the CLI's start.
 func BenchmarkRunVsBareClaude(b *testing.B) {
 	calls := benchCalls()
+	// Every turn stamps the time claude asked for it: the gaps between
+	// turns are what a call costs, the first turn and the time after the
+	// last what the session's start and end do.
+	var (
+		turnsMu sync.Mutex
+		turns   []time.Time // the running session's
+	)
 	var script []modelscript.Step
 	for i := range calls {
-		script = append(script, step(bash(fmt.Sprintf("toolu_bench_%02d", i), "true")))
+		s := step(bash(fmt.Sprintf("toolu_bench_%02d", i), "true"))
+		s.Before = func() {
+			turnsMu.Lock()
+			turns = append(turns, time.Now())
+			turnsMu.Unlock()
+		}
+		script = append(script, s)
 	}
 	noop := noopHookServer(b)
 	promptTool := promptToolServer(b)
@@ -75,8 +96,9 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 		variants = slices.DeleteFunc(variants, func(v variant) bool { return !slices.Contains(names, v.name) })
 	}
 	times := map[string]map[int]time.Duration{} // by variant, then round
+	phases := map[string]map[int]phase{}
 	for _, v := range variants {
-		times[v.name] = map[int]time.Duration{}
+		times[v.name], phases[v.name] = map[int]time.Duration{}, map[int]phase{}
 	}
 	for round := 0; b.Loop(); round++ {
 		for _, v := range variants {
@@ -110,10 +132,16 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 					w.startDaemon(v.bin)
 				}
 			}
+			turnsMu.Lock()
+			turns = nil
+			turnsMu.Unlock()
 			start := time.Now()
 			out, err := cmd.CombinedOutput()
 			d := time.Since(start)
 			model.Close()
+			turnsMu.Lock()
+			phases[v.name][round] = phaseOf(start, turns, start.Add(d))
+			turnsMu.Unlock()
 			if err != nil {
 				b.Fatalf("%s: %v: %s", v.name, err, out)
 			}
@@ -121,7 +149,9 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 				b.Fatalf("%s: %d tool results, want %d", v.name, n, calls)
 			}
 			times[v.name][round] = d
-			b.Logf("round %d: %s %.3f s", round, v.name, d.Seconds())
+			p := phases[v.name][round]
+			b.Logf("round %d: %s %.3f s (first turn %.1f ms, a turn %.2f ms, after the last %.1f ms)", round, v.name, d.Seconds(),
+				ms(p.first), ms(p.turn), ms(p.last))
 			if v.bin != "" && v.bin != toolgateBin {
 				// Another build's daemon speaks its own protocol version:
 				// its own CLI stops it.
@@ -161,7 +191,50 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 		}
 	}
 	ratio("toolgate", "floor_mcp", "toolgate_x_floor_mcp")
+	// Where run's time goes: what it adds to a turn, to the session's
+	// start and to its end, against the floor with the MCP server (which
+	// run configures too), each the median of the rounds' differences;
+	// and what the MCP server costs the CLI's start.
+	added := func(name, floor, metric string, of func(phase) time.Duration) {
+		var ds []float64
+		for round, p := range phases[name] {
+			if f, ok := phases[floor][round]; ok {
+				ds = append(ds, ms(of(p))-ms(of(f)))
+			}
+		}
+		if len(ds) > 0 {
+			slices.Sort(ds)
+			b.ReportMetric(ds[len(ds)/2], metric)
+		}
+	}
+	for _, name := range []string{"toolgate", "baseline"} {
+		added(name, "floor_mcp", name+"_turn_ms", func(p phase) time.Duration { return p.turn })
+		added(name, "floor_mcp", name+"_first_ms", func(p phase) time.Duration { return p.first })
+		added(name, "floor_mcp", name+"_last_ms", func(p phase) time.Duration { return p.last })
+	}
+	added("floor_mcp", "floor", "floor_mcp_first_ms", func(p phase) time.Duration { return p.first })
 }
+
+// phase is where a session's time went: until claude asked for its first
+// turn, a turn (the median gap between two), and after its last.
+type phase struct{ first, turn, last time.Duration }
+
+func phaseOf(start time.Time, turns []time.Time, end time.Time) phase {
+	if len(turns) == 0 {
+		return phase{}
+	}
+	var gaps []time.Duration
+	for i := 1; i < len(turns); i++ {
+		gaps = append(gaps, turns[i].Sub(turns[i-1]))
+	}
+	p := phase{first: turns[0].Sub(start), last: end.Sub(turns[len(turns)-1])}
+	if len(gaps) > 0 {
+		p.turn = median(gaps)
+	}
+	return p
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // promptToolServer serves toolgate's permission-prompt MCP tool (a real
 // prompttool host) with a decider that denies, and returns an MCP
