@@ -36,7 +36,7 @@ const (
 
 // guardDecisions are the toolgate subcommands a session must not run.
 var guardDecisions = map[string]bool{"approve": true, "deny": true, "serve": true, "install": true,
-	"uninstall": true, "contain": true, "notify": true, "watch": true}
+	"uninstall": true, "notify": true, "watch": true}
 
 // guardPrograms are programs that run a command later, outside the session
 // (and its containment): what the model schedules could approve its calls.
