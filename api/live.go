@@ -41,11 +41,16 @@ func (p Paths) DaemonRecordFile() string { return filepath.Join(p.LedgerDir(), D
 // Live returns p with the runtime directory of the live daemon that serves
 // p's ledger, when its record passes the checks above and that daemon
 // still runs; otherwise p as it is. A pinned runtime directory is kept.
-func (p Paths) Live() Paths {
+func (p Paths) Live() Paths { return p.LiveWith(DecodeDaemonRecord) }
+
+// LiveWith is Live with the record's bytes decoded by decode: the hook,
+// which reads the record at every call of an installed session, in a
+// process of its own, decodes it without encoding/json's reflection.
+func (p Paths) LiveWith(decode func([]byte) (DaemonRecord, error)) Paths {
 	if p.Pinned {
 		return p
 	}
-	rec, err := p.ReadDaemonRecord()
+	rec, err := p.readDaemonRecord(decode)
 	if err != nil || rec.RuntimeDir == p.RuntimeDir || !processExists(rec.PID) {
 		return p
 	}
@@ -59,6 +64,17 @@ func (p Paths) Live() Paths {
 // ReadDaemonRecord reads and checks the record beside the ledger; it says
 // nothing of whether its daemon still runs.
 func (p Paths) ReadDaemonRecord() (DaemonRecord, error) {
+	return p.readDaemonRecord(DecodeDaemonRecord)
+}
+
+// DecodeDaemonRecord decodes a record's bytes as json.Unmarshal does.
+func DecodeDaemonRecord(data []byte) (DaemonRecord, error) {
+	var rec DaemonRecord
+	err := json.Unmarshal(data, &rec)
+	return rec, err
+}
+
+func (p Paths) readDaemonRecord(decode func([]byte) (DaemonRecord, error)) (DaemonRecord, error) {
 	var rec DaemonRecord
 	f, err := os.OpenFile(p.DaemonRecordFile(), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
@@ -76,7 +92,7 @@ func (p Paths) ReadDaemonRecord() (DaemonRecord, error) {
 	if err != nil {
 		return rec, err
 	}
-	if err := json.Unmarshal(data, &rec); err != nil || !filepath.IsAbs(rec.RuntimeDir) || rec.PID <= 0 {
+	if rec, err = decode(data); err != nil || !filepath.IsAbs(rec.RuntimeDir) || rec.PID <= 0 {
 		return rec, fmt.Errorf("%s: not a daemon record", p.DaemonRecordFile())
 	}
 	return rec, nil

@@ -200,7 +200,7 @@ func socketPath(getenv func(string) string) string {
 	if s := getenv("TOOLGATE_SOCKET"); s != "" {
 		return s
 	}
-	return api.PathsFrom(getenv).Live().Socket()
+	return api.PathsFrom(getenv).LiveWith(parseDaemonRecord).Socket()
 }
 
 // answerLocal answers without the daemon: a PreToolUse is denied
@@ -226,7 +226,7 @@ func spoolPath(getenv func(string) string, raw []byte) string {
 	if session == "" || strings.ContainsAny(session, `/\.`) || len(session) > 128 {
 		return ""
 	}
-	return api.PathsFrom(getenv).Live().SpoolFile(session)
+	return api.PathsFrom(getenv).LiveWith(parseDaemonRecord).SpoolFile(session)
 }
 
 // spool records an event the daemon did not get in the session's spool

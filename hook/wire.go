@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -87,7 +89,7 @@ func parseResponse(data []byte) (api.HookResponse, error) {
 	}
 	var f [2]gjson.Result
 	if err := members(doc, responseFields[:], f[:]); err != nil {
-		return resp, err
+		return resp, fmt.Errorf("%w: %v", errAnswer, err)
 	}
 	switch d := f[1]; d.Type {
 	case gjson.True:
@@ -131,7 +133,7 @@ func members(obj gjson.Result, names []string, out []gjson.Result) error {
 				continue
 			}
 			if key.Str != name || out[i].Exists() {
-				err = fmt.Errorf("%w: %s named twice or as %s", errAnswer, name, key.Raw)
+				err = fmt.Errorf("%s named twice or as %s", name, key.Raw)
 				return false
 			}
 			out[i] = value
@@ -186,4 +188,65 @@ func parseVerdict(v gjson.Result) (api.Verdict, error) {
 		out.UpdatedInput = json.RawMessage(x.Raw) // null too, as json.Unmarshal reads it
 	}
 	return out, nil
+}
+
+// errRecord is a daemon record that is not one.
+var errRecord = errors.New("not a daemon record")
+
+// recordFields are the names of api.DaemonRecord's fields (a test checks
+// that none is left out).
+var recordFields = [...]string{"pid", "runtime_dir", "started"}
+
+// parseDaemonRecord reads the daemon's record (api.DaemonRecordFile) as
+// json.Unmarshal would, or refuses it, as parseResponse reads an answer.
+// An installed hook reads it at every call to find the live daemon, and
+// json.Unmarshal's reflection, set up afresh in each hook process, took
+// 70-110 µs of that.
+func parseDaemonRecord(data []byte) (api.DaemonRecord, error) {
+	var rec api.DaemonRecord
+	if !gjson.ValidBytes(data) {
+		return rec, errRecord
+	}
+	doc := gjson.ParseBytes(data)
+	switch {
+	case doc.Type == gjson.Null:
+		return rec, nil
+	case !doc.IsObject():
+		return rec, errRecord
+	}
+	var f [len(recordFields)]gjson.Result
+	if err := members(doc, recordFields[:], f[:]); err != nil {
+		return rec, fmt.Errorf("%w: %v", errRecord, err)
+	}
+	switch pid := f[0]; pid.Type {
+	case gjson.Number:
+		n, err := strconv.ParseInt(pid.Raw, 10, 0) // json.Unmarshal reads an int so
+		if err != nil {
+			return rec, fmt.Errorf("%w: pid is %s", errRecord, pid.Raw)
+		}
+		rec.PID = int(n)
+	case gjson.Null:
+	default:
+		return rec, fmt.Errorf("%w: pid is %s", errRecord, pid.Raw)
+	}
+	switch dir := f[1]; dir.Type {
+	case gjson.String:
+		if !utf8.ValidString(dir.Str) { // json.Unmarshal would replace what is not UTF-8
+			return rec, fmt.Errorf("%w: runtime_dir is not UTF-8", errRecord)
+		}
+		rec.RuntimeDir = dir.Str
+	case gjson.Null:
+	default:
+		return rec, fmt.Errorf("%w: runtime_dir is %s", errRecord, dir.Raw)
+	}
+	switch started := f[2]; started.Type {
+	case gjson.String: // time.Time's own UnmarshalJSON, as json.Unmarshal calls it
+		if err := rec.Started.UnmarshalJSON([]byte(started.Raw)); err != nil {
+			return rec, fmt.Errorf("%w: started: %v", errRecord, err)
+		}
+	case gjson.Null:
+	default:
+		return rec, fmt.Errorf("%w: started is %s", errRecord, started.Raw)
+	}
+	return rec, nil
 }

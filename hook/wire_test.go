@@ -207,3 +207,76 @@ func FuzzRequestBody(f *testing.F) {
 		}
 	})
 }
+
+// The daemon's record as the daemon writes it (json.Marshal) is read as
+// json.Unmarshal reads it, every field of it.
+func TestParseDaemonRecordIsWhatJSONGives(t *testing.T) {
+	full := api.DaemonRecord{PID: 4242, RuntimeDir: "/run/user/1000/toolgate é \"q\"",
+		Started: time.Date(2026, 12, 2, 1, 41, 0, 123456789, time.FixedZone("", -5*3600))}
+	for i, f := range reflect.VisibleFields(reflect.TypeOf(full)) {
+		if reflect.ValueOf(full).Field(i).IsZero() {
+			t.Fatalf("the full record leaves %s unset: set it, and read it in parseDaemonRecord", f.Name)
+		}
+		if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag != recordFields[i] {
+			t.Fatalf("recordFields[%d] is %q, the field %s is %q", i, recordFields[i], f.Name, tag)
+		}
+	}
+	for _, rec := range []api.DaemonRecord{full, {}, {PID: 1, RuntimeDir: "/r"}} {
+		data, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := api.DecodeDaemonRecord(data)
+		got, err := parseDaemonRecord(data)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s\nthe hook read %+v, %v\njson.Unmarshal reads %+v", data, got, err, want)
+		}
+	}
+}
+
+// recordsJSONReadsOtherwise are records that json.Unmarshal reads other
+// than their first member of each name says, or refuses, or that are no
+// records: the daemon never writes them, and the hook must not read one
+// more permissively than json.Unmarshal.
+var recordsJSONReadsOtherwise = []string{
+	``, `[]`, `"x"`, `1`, `null`, `{}`, `{"pid":1`, `{"pid":1}x`,
+	`{"pid":1,"pid":2,"runtime_dir":"/r"}`, `{"pid":1,"PID":2,"runtime_dir":"/r"}`, `{"Pid":1,"runtime_dir":"/r"}`,
+	`{"pid":1,"runtime_dir":"/r","runtime_dir":"/s"}`, `{"pid":1,"runtime_dir":"/r","Runtime_Dir":"/s"}`,
+	`{"pid":1.0,"runtime_dir":"/r"}`, `{"pid":1e3,"runtime_dir":"/r"}`, `{"pid":-0,"runtime_dir":"/r"}`,
+	`{"pid":99999999999999999999,"runtime_dir":"/r"}`, `{"pid":"1","runtime_dir":"/r"}`, `{"pid":true,"runtime_dir":"/r"}`,
+	`{"pid":null,"runtime_dir":null,"started":null}`, `{"pid":1,"runtime_dir":1}`, `{"pid":1,"runtime_dir":["/r"]}`,
+	`{"pid":1,"runtime_dir":"/r\u0000x"}`, `{"pid":1,"runtime_dir":"/r\ud800"}`, "{\"pid\":1,\"runtime_dir\":\"/r\xff\"}",
+	`{"pid":1,"runtime_dir":"/r","started":"yesterday"}`, `{"pid":1,"runtime_dir":"/r","started":1}`,
+	`{"pid":1,"runtime_dir":"/r","started":"2026-12-02T01:41:00\u005a"}`, `{"pid":1,"runtime_dir":"/r","started":{}}`,
+	`{"pid":1,"runtime_dir":"/r","other":{"pid":2}}`, `{"pid":1,"runtime_\u0064ir":"/r"}`, "\ufeff{\"pid\":1}",
+}
+
+// The hook reads a record as json.Unmarshal reads it, or refuses it (and
+// then finds the daemon where its environment says).
+func TestParseDaemonRecordIsNeverLooserThanJSON(t *testing.T) {
+	for _, data := range recordsJSONReadsOtherwise {
+		checkParseDaemonRecord(t, []byte(data))
+	}
+}
+
+func checkParseDaemonRecord(t *testing.T, data []byte) {
+	t.Helper()
+	got, err := parseDaemonRecord(data)
+	if err != nil {
+		return
+	}
+	want, jerr := api.DecodeDaemonRecord(data)
+	if jerr != nil {
+		t.Errorf("%q: read as %+v, json.Unmarshal fails: %v", data, got, jerr)
+	} else if !reflect.DeepEqual(got, want) {
+		t.Errorf("%q\nthe hook read %+v\njson.Unmarshal reads %+v", data, got, want)
+	}
+}
+
+func FuzzParseDaemonRecord(f *testing.F) {
+	for _, data := range recordsJSONReadsOtherwise {
+		f.Add([]byte(data))
+	}
+	f.Add([]byte(`{"pid":4242,"runtime_dir":"/run/user/1000/toolgate","started":"2026-12-02T01:41:00.123456789-05:00"}`))
+	f.Fuzz(checkParseDaemonRecord)
+}
