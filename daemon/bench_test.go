@@ -23,7 +23,8 @@ import (
 // answer (a real daemon, socket and durable ledger write behind it),
 // against spawning /bin/true, the floor, measured in the same run and
 // interleaved with it. The hook runs as toolgate install installs it
-// (its flags, the daemon found from the environment, Claude Code's
+// (its flags; the daemon found from XDG_RUNTIME_DIR and its record beside
+// the ledger, which an installed hook reads at every call; Claude Code's
 // session registered at its first event), and as toolgate run
 // --hook-transport command starts it (TOOLGATE_SESSION, TOOLGATE_SOCKET).
 // Each gets its stdin as a pipe holding the event, as Claude Code gives
@@ -49,7 +50,7 @@ func BenchmarkHookSpawn(b *testing.B) {
 		b.Fatal(err)
 	}
 	installed := []string{"--policy", policy, "--approval-timeout", "5m"}
-	installedEnv := append(hookEnv(), "TOOLGATE_RUNTIME_DIR="+p.RuntimeDir, "TOOLGATE_STATE_DIR="+p.StateDir,
+	installedEnv := append(hookEnv(), "XDG_RUNTIME_DIR="+filepath.Dir(p.RuntimeDir), "TOOLGATE_STATE_DIR="+p.StateDir,
 		"HOME="+b.TempDir(), "CLAUDE_PID="+strconv.Itoa(os.Getpid()), "GOMAXPROCS=1")
 	var installedTimes, runTimes, floor []time.Duration
 	i := 0
