@@ -279,7 +279,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	if ready != nil {
 		if err := awaitContained(ready, containDeadline); err != nil {
 			unix.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			cmd.Wait()
+			c.wait() // reaped, and signals no longer forwarded
 			return Report{}, &NotContainedError{Hook: r.cfg.Hook, Err: err}
 		}
 	}
