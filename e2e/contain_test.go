@@ -129,3 +129,26 @@ func TestRunWithAHookOfAnotherBuild(t *testing.T) {
 		t.Errorf("the model was asked for %d turns: claude started", n)
 	}
 }
+
+// A contained claude whose exec fails (a script whose interpreter is
+// gone, a binary of another architecture) fails after contain said "ok":
+// run must not take it for a claude that started and exited 69.
+func TestRunWithAClaudeThatCannotBeExecuted(t *testing.T) {
+	w := newWorld(t)
+	broken := w.writeFile("claude-broken", "#!/nonexistent/interpreter\n")
+	os.Chmod(broken, 0o755)
+	dir := t.TempDir()
+	policyFile, reportFile := filepath.Join(dir, "policy.json"), filepath.Join(dir, "report.json")
+	if err := os.WriteFile(policyFile, []byte(attackPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(toolgateBin, "run", "--policy", policyFile, "--report", reportFile, "--containment", "landlock", "--", broken, "-p", "do the task")
+	cmd.Dir, cmd.Env = w.project, w.env(nil)
+	out, err := cmd.CombinedOutput()
+	if code := exitCode(err); code != 69 || !strings.Contains(string(out), "claude did not start") || !strings.Contains(string(out), "could not execute claude") {
+		t.Errorf("toolgate run with a claude that cannot be executed: exit %d, %s; want 69, claude did not start, could not execute claude", code, out)
+	}
+	if data, err := os.ReadFile(reportFile); err == nil {
+		t.Errorf("a report for a session whose claude never started: %s", data)
+	}
+}
