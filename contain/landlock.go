@@ -97,8 +97,13 @@ func ForRun(mode string) (Level, error) {
 const Command = "contain"
 
 // Ready is what Contain writes on its ready descriptor before it executes
-// claude.
-const Ready = "ok"
+// claude, and ExecFailed what it adds when that exec fails: the descriptor
+// is still open then, and closes only as Contain exits, which the parent
+// must not take for claude's start.
+const (
+	Ready      = "ok"
+	ExecFailed = ", but the exec failed"
+)
 
 // Contain enters a Landlock domain that scopes signals and abstract Unix
 // sockets, then executes argv (claude) in it, in this process: it returns
@@ -106,7 +111,8 @@ const Ready = "ok"
 // before it starts this process, and it holds across exec); if the parent
 // is gone already, it does not start claude. ready, when not nil, is told
 // "ok" just before the exec and closed by it: the parent learns that what
-// it started is Contain, and that it got as far as claude.
+// it started is Contain, and that it got as far as claude. When the exec
+// fails, ready is told ExecFailed as well.
 func Contain(argv, env []string, parent int, ready *os.File) error {
 	if len(argv) == 0 {
 		return errors.New("contain: no command")
@@ -134,5 +140,9 @@ func Contain(argv, env []string, parent int, ready *os.File) error {
 			return fmt.Errorf("contain: tell toolgate run: %w", err)
 		}
 	}
-	return syscall.Exec(path, argv, env)
+	err = syscall.Exec(path, argv, env)
+	if ready != nil {
+		ready.WriteString(ExecFailed)
+	}
+	return fmt.Errorf("contain: execute %s: %w", path, err)
 }

@@ -194,6 +194,10 @@ func (e *NotContainedError) Error() string {
 }
 func (e *NotContainedError) Unwrap() error { return e.Err }
 
+// ErrClaudeExec is a contain that entered the domain but whose exec of
+// claude failed (it says why on stderr).
+var ErrClaudeExec = errors.New("could not execute claude (it says why above)")
+
 // UnavailableError is the gate failing to start: claude was not started.
 type UnavailableError struct{ Err error }
 
@@ -320,7 +324,8 @@ const containDeadline = 10 * time.Second
 // awaitContained waits until what run started as toolgate-hook contain
 // says it is executing claude in the domain, and the descriptor closes
 // with that exec. Anything else (a hook binary without the mode, a contain
-// that failed) is an error: claude did not start.
+// that failed, an exec of claude that failed) is an error: claude did not
+// start.
 func awaitContained(ready *os.File, deadline time.Duration) error {
 	ready.SetReadDeadline(time.Now().Add(deadline))
 	said, err := io.ReadAll(io.LimitReader(ready, 64))
@@ -329,6 +334,8 @@ func awaitContained(ready *os.File, deadline time.Duration) error {
 		return fmt.Errorf("said nothing within %s", deadline)
 	case err != nil:
 		return err
+	case string(said) == contain.Ready+contain.ExecFailed:
+		return ErrClaudeExec
 	case string(said) != contain.Ready:
 		return fmt.Errorf("did not say it started claude (%q)", said)
 	}

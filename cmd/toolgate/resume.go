@@ -202,7 +202,7 @@ func resumeOne(cliCtx *cli.Context, d api.DeferredSession) (supervisor.Report, e
 	case errors.As(err, &changed):
 		return report, &dataError{changed}
 	case errors.As(err, new(*supervisor.NotContainedError)):
-		return report, &gateUnavailable{fmt.Errorf("%w\nTry: build toolgate and toolgate-hook together (go build -o bin/ ./cmd/...), or name this build's hook with --hook", err)}
+		return report, notContained(err)
 	case errors.As(err, new(*supervisor.UnavailableError)):
 		return report, &gateUnavailable{err}
 	}

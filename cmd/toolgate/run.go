@@ -122,7 +122,7 @@ EXIT STATUS
 			case errors.As(err, new(*supervisor.ReportError)):
 				return &cantCreateError{fmt.Errorf("%w; claude was not started\nTry: --report FILE in a directory you can write", err)}
 			case errors.As(err, new(*supervisor.NotContainedError)):
-				return &gateUnavailable{fmt.Errorf("%w\nTry: build toolgate and toolgate-hook together (go build -o bin/ ./cmd/...), or name this build's hook with --hook", err)}
+				return notContained(err)
 			case errors.As(err, new(*supervisor.UnavailableError)):
 				return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve in another terminal to see why, or check %s", err, envPaths("").LogFile())}
 			case err != nil:
@@ -219,4 +219,13 @@ func hookExecutable(cliCtx *cli.Context, self string) (string, error) {
 		hook = filepath.Join(filepath.Dir(self), "toolgate-hook")
 	}
 	return filepath.Abs(hook)
+}
+
+// notContained is a contained claude that did not start, with what to do.
+func notContained(err error) error {
+	try := "build toolgate and toolgate-hook together (go build -o bin/ ./cmd/...), or name this build's hook with --hook"
+	if errors.Is(err, supervisor.ErrClaudeExec) {
+		try = "run the claude executable by itself to see why it cannot start, or name another with --claude"
+	}
+	return &gateUnavailable{fmt.Errorf("%w\nTry: %s", err, try)}
 }
