@@ -142,29 +142,45 @@ var shapes = map[string]bool{api.PostToolUse: true, api.PostToolUseFailure: true
 
 // parseFlags reads an installed hook's flags; it returns nil without them.
 func parseFlags(p Process) (*api.InstalledHook, error) {
-	fs := flag.NewFlagSet("toolgate-hook", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	policy := fs.String("policy", "", "the policy of sessions this installed hook gates")
-	timeout := fs.Duration("approval-timeout", api.DefaultInstalledApprovalTimeout, "how long a PermissionRequest waits for a person")
-	if err := fs.Parse(p.Args); err != nil {
-		return nil, fmt.Errorf("bad arguments (reinstall with toolgate install): %w", err)
-	}
-	if *policy == "" {
-		if len(p.Args) > 0 {
-			return nil, fmt.Errorf("bad arguments %q (reinstall with toolgate install)", p.Args)
-		}
-		return nil, nil
-	}
-	if *timeout <= 0 {
-		return nil, fmt.Errorf("--approval-timeout must be positive")
+	policy, timeout, err := parseArgs(p.Args)
+	if err != nil || policy == "" {
+		return nil, err
 	}
 	pid, _ := strconv.Atoi(p.Getenv("CLAUDE_PID"))
 	claudeDir := p.Getenv("CLAUDE_CONFIG_DIR")
 	if claudeDir == "" && p.Getenv("HOME") != "" {
 		claudeDir = filepath.Join(p.Getenv("HOME"), ".claude")
 	}
-	return &api.InstalledHook{PolicyPath: *policy, ApprovalTimeout: api.Duration(*timeout), ClaudePID: pid,
+	return &api.InstalledHook{PolicyPath: policy, ApprovalTimeout: api.Duration(timeout), ClaudePID: pid,
 		Home: p.Getenv("HOME"), ClaudeDir: claudeDir}, nil
+}
+
+// CheckArgs reports whether the hook runs as the hook with args: none (as
+// toolgate run's hook), or an installed hook's flags. Any other arguments
+// it refuses, with a deny, and its contain mode is not the hook at all: run
+// counts a settings hook as its own only when CheckArgs accepts it.
+func CheckArgs(args []string) error {
+	_, _, err := parseArgs(args)
+	return err
+}
+
+// parseArgs reads the hook's arguments: policy is "" without an installed
+// hook's flags.
+func parseArgs(args []string) (policy string, timeout time.Duration, err error) {
+	fs := flag.NewFlagSet("toolgate-hook", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&policy, "policy", "", "the policy of sessions this installed hook gates")
+	fs.DurationVar(&timeout, "approval-timeout", api.DefaultInstalledApprovalTimeout, "how long a PermissionRequest waits for a person")
+	if err := fs.Parse(args); err != nil {
+		return "", 0, fmt.Errorf("bad arguments (reinstall with toolgate install): %w", err)
+	}
+	switch {
+	case fs.NArg() > 0 || policy == "" && len(args) > 0:
+		return "", 0, fmt.Errorf("bad arguments %q (reinstall with toolgate install)", args)
+	case policy != "" && timeout <= 0:
+		return "", 0, fmt.Errorf("--approval-timeout must be positive")
+	}
+	return policy, timeout, nil
 }
 
 // ask forwards the event to the daemon. An installed hook that finds no

@@ -204,3 +204,21 @@ func TestInstalledHookAsksOnceWhenTheRequestWasSent(t *testing.T) {
 		t.Errorf("%d requests, the daemon started %d times; want the one request, and no daemon started", n, started)
 	}
 }
+
+// The hook runs as the hook with no arguments or an installed hook's
+// flags, and refuses anything else (with a deny): toolgate run counts a
+// settings hook as its own only then (supervisor.runsHook).
+func TestCheckArgs(t *testing.T) {
+	for _, args := range [][]string{nil, {"--policy", "/p.json"}, {"--policy=/p.json", "--approval-timeout", "15m"}} {
+		if err := CheckArgs(args); err != nil {
+			t.Errorf("%q: %v", args, err)
+		}
+	}
+	for _, args := range [][]string{{"contain", "--parent", "1", "--", "sh"}, {"--policy", "/p.json", "extra"},
+		{"--policy", "/p.json", "--", "contain"}, {"--approval-timeout", "5m"}, {"--policy", "/p.json", "--approval-timeout", "0s"},
+		{"--parent", "1"}} {
+		if err := CheckArgs(args); err == nil {
+			t.Errorf("%q: accepted", args)
+		}
+	}
+}

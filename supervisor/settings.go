@@ -3,9 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/hook"
 	"github.com/toolgate/toolgate/install"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
@@ -148,7 +147,7 @@ func (r *runner) watchSettings(ctx context.Context) {
 }
 
 // runsHook reports whether a hook command runs the toolgate-hook
-// executable hook, as the hook itself, as the shell would read it (a
+// executable hookExe, as the hook itself, as the shell would read it (a
 // simple command: program and arguments, past leading GOMAXPROCS= and
 // exec; $CLAUDE_PROJECT_DIR is project). A bare name is looked up on PATH,
 // as the shell will.
@@ -156,13 +155,13 @@ func (r *runner) watchSettings(ctx context.Context) {
 // The very file is not enough: "toolgate-hook contain --parent PID --
 // COMMAND" executes COMMAND, which then answers Claude Code as a hook of
 // its own (with an updatedInput, say). So the arguments must be the hook's
-// own (none, as run's, or an installed hook's flags), and the command must
+// own (hook.CheckArgs), and the command must
 // be one whose words the shell passes as they read: any other expansion
 // (${PPID:+contain}), a glob, a redirection or a second command, and it is
 // not toolgate's.
-func runsHook(command, hook, project string) bool {
+func runsHook(command, hookExe, project string) bool {
 	words, ok := hookWords(command, project)
-	if !ok || hook == "" || len(words) == 0 || filepath.Base(words[0]) != install.HookName || !hookModeArgs(words[1:]) {
+	if !ok || hookExe == "" || len(words) == 0 || filepath.Base(words[0]) != install.HookName || hook.CheckArgs(words[1:]) != nil {
 		return false
 	}
 	program := words[0]
@@ -176,7 +175,7 @@ func runsHook(command, hook, project string) bool {
 		program = filepath.Join(project, program)
 	}
 	a, errA := os.Stat(program)
-	b, errB := os.Stat(hook)
+	b, errB := os.Stat(hookExe)
 	return errA == nil && errB == nil && os.SameFile(a, b)
 }
 
@@ -255,20 +254,6 @@ func projectDir(command string, part syntax.WordPart) bool {
 	}
 	text := command[p.Pos().Offset():p.End().Offset()]
 	return text == "$CLAUDE_PROJECT_DIR" || text == "${CLAUDE_PROJECT_DIR}"
-}
-
-// hookModeArgs reports whether toolgate-hook runs as the hook with these
-// arguments: none (toolgate run's hook), or an installed hook's flags.
-// Anything else (its contain mode above all) is not the hook.
-func hookModeArgs(args []string) bool {
-	if len(args) == 0 {
-		return true
-	}
-	fs := flag.NewFlagSet(install.HookName, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	policy := fs.String("policy", "", "")
-	fs.Duration("approval-timeout", 0, "")
-	return fs.Parse(args) == nil && fs.NArg() == 0 && *policy != ""
 }
 
 func clip(s string, n int) string {
