@@ -139,15 +139,24 @@ func TestParseResponseIsNeverLooserThanJSON(t *testing.T) {
 
 func checkParseResponse(t *testing.T, data []byte) {
 	t.Helper()
-	got, err := parseResponse(data)
+	checkNeverLooser(t, data, parseResponse, func(data []byte) (r api.HookResponse, err error) {
+		return r, json.Unmarshal(data, &r)
+	}, showResponse)
+}
+
+// checkNeverLooser fails when parse reads data although json.Unmarshal
+// (decode) refuses it, or reads it otherwise; parse may refuse more.
+func checkNeverLooser[T any](t *testing.T, data []byte, parse, decode func([]byte) (T, error), show func(T) string) {
+	t.Helper()
+	got, err := parse(data)
 	if err != nil {
 		return
 	}
-	var want api.HookResponse
-	if jerr := json.Unmarshal(data, &want); jerr != nil {
-		t.Errorf("%s: read as %s, json.Unmarshal fails: %v", data, showResponse(got), jerr)
+	want, jerr := decode(data)
+	if jerr != nil {
+		t.Errorf("%q: read as %s, json.Unmarshal fails: %v", data, show(got), jerr)
 	} else if !reflect.DeepEqual(got, want) {
-		t.Errorf("%s\nthe hook read %s\njson.Unmarshal reads %s", data, showResponse(got), showResponse(want))
+		t.Errorf("%q\nthe hook read %s\njson.Unmarshal reads %s", data, show(got), show(want))
 	}
 }
 
@@ -261,16 +270,7 @@ func TestParseDaemonRecordIsNeverLooserThanJSON(t *testing.T) {
 
 func checkParseDaemonRecord(t *testing.T, data []byte) {
 	t.Helper()
-	got, err := parseDaemonRecord(data)
-	if err != nil {
-		return
-	}
-	want, jerr := api.DecodeDaemonRecord(data)
-	if jerr != nil {
-		t.Errorf("%q: read as %+v, json.Unmarshal fails: %v", data, got, jerr)
-	} else if !reflect.DeepEqual(got, want) {
-		t.Errorf("%q\nthe hook read %+v\njson.Unmarshal reads %+v", data, got, want)
-	}
+	checkNeverLooser(t, data, parseDaemonRecord, api.DecodeDaemonRecord, func(r api.DaemonRecord) string { return fmt.Sprintf("%+v", r) })
 }
 
 func FuzzParseDaemonRecord(f *testing.F) {
