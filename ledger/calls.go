@@ -55,13 +55,17 @@ func (l *Ledger) Record(ctx context.Context, c api.Call, v api.Verdict, writeBac
 		return api.Call{}, false, fmt.Errorf("propose: input is not valid JSON")
 	}
 	hash := InputSHA256(c.ToolName, c.Input)
+	doc, err := encodeProposal(c, hash)
+	if err != nil {
+		return api.Call{}, false, err
+	}
 	v.UpdatedInput, v.ExpiresAt = nil, nil // the answer's, not the call's
 	type out struct {
 		call  api.Call
 		fresh bool
 	}
 	o, err := write(ctx, l, func(t *tx) (out, error) {
-		stored, existed, err := propose(t, c, hash)
+		stored, existed, err := propose(t, c, doc)
 		if err != nil {
 			return out{stored, false}, err
 		}
@@ -91,13 +95,14 @@ func (l *Ledger) Propose(ctx context.Context, c api.Call) (call api.Call, existe
 	return call, !fresh, err
 }
 
-// propose records a proposal inside a transaction, or finds it recorded.
-func propose(t *tx, p api.Call, hash string) (api.Call, bool, error) {
+// propose records a proposal inside a transaction, or finds it recorded;
+// doc is the proposal encoded (encodeProposal).
+func propose(t *tx, p api.Call, doc proposalJSON) (api.Call, bool, error) {
 	c, found, err := getCall(t, p.ToolUseID)
 	if err != nil {
 		return api.Call{}, false, err
 	}
-	if found && c.InputSHA256 == hash {
+	if found && c.InputSHA256 == doc.call.InputSHA256 {
 		return c, true, nil
 	}
 	if found {
@@ -106,13 +111,9 @@ func propose(t *tx, p api.Call, hash string) (api.Call, bool, error) {
 		}
 		return c, true, &ConflictError{Existing: c}
 	}
-	c = proposal(p)
-	c.InputSHA256, c.ProposedAt = hash, t.Now()
-	raw, err := json.Marshal(c) // once, for the event
-	if err != nil {
-		return api.Call{}, false, &store.Error{Err: fmt.Errorf("encode call %s: %w", c.ToolUseID, err)}
-	}
-	if err := t.event(KindCallProposed, c.ToolUseID, marshaled(raw)); err != nil {
+	c = doc.call
+	c.ProposedAt = t.Now()
+	if err := t.event(KindCallProposed, c.ToolUseID, doc.at(c.ProposedAt)); err != nil {
 		return api.Call{}, false, err
 	}
 	head, err := t.head()
@@ -126,6 +127,46 @@ func propose(t *tx, p api.Call, hash string) (api.Call, bool, error) {
 		return api.Call{}, false, err
 	}
 	return c, false, nil
+}
+
+// proposalJSON is a proposal (its call_proposed event's document) encoded
+// but for its time, which is its batch's: the committer runs one batch at a
+// time, and encoding the input (1 KB or more, compacted and validated by
+// json.Marshal) would take most of an operation's time there. at gives the
+// bytes json.Marshal gives for the call proposed at that time.
+type proposalJSON struct {
+	call       api.Call // ProposedAt unset
+	head, tail []byte   // the encoding before and after proposed_at's value
+}
+
+// proposedAtZero is proposed_at with the zero time, as json.Marshal writes
+// it. Every field after it is one of the verdict or the execution, all
+// empty in a proposal: the last occurrence is the field, whatever the input
+// holds.
+const proposedAtZero = `"proposed_at":"0001-01-01T00:00:00Z"`
+
+// encodeProposal encodes the proposal of p, whose input hashes to hash.
+func encodeProposal(p api.Call, hash string) (proposalJSON, error) {
+	c := proposal(p)
+	c.InputSHA256 = hash
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return proposalJSON{}, fmt.Errorf("propose: encode call %s: %w", c.ToolUseID, err)
+	}
+	i := bytes.LastIndex(raw, []byte(proposedAtZero))
+	if i < 0 {
+		return proposalJSON{}, fmt.Errorf("propose: encode call %s: no proposed_at in %.80q", c.ToolUseID, raw)
+	}
+	value := i + len(`"proposed_at":"`)
+	return proposalJSON{call: c, head: raw[:value], tail: raw[i+len(proposedAtZero)-1:]}, nil
+}
+
+// at is the proposal's document for a call proposed at t, which is UTC.
+func (d proposalJSON) at(t time.Time) marshaled {
+	b := make([]byte, 0, len(d.head)+len(time.RFC3339Nano)+len(d.tail))
+	b = append(b, d.head...)
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, d.tail...)
 }
 
 // proposal is what of p a proposal records.

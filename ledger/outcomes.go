@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/ledger/internal/store"
 )
 
 // OutcomeResult is what recording one outcome found.
@@ -68,7 +69,11 @@ func recordOutcome(t *tx, sessionID string, o api.Outcome) (OutcomeResult, error
 			return r, t.event(KindCallSeen, o.ToolUseID, seenEvent{o.ToolUseID, clipSeen(o.Seen)})
 		}
 		p := api.Call{ToolUseID: o.ToolUseID, SessionID: sessionID, ToolName: o.ToolName, Input: o.Input}
-		if c, _, err = propose(t, p, InputSHA256(p.ToolName, p.Input)); err != nil {
+		doc, err := encodeProposal(p, InputSHA256(p.ToolName, p.Input))
+		if err != nil {
+			return r, &store.Error{Err: err}
+		}
+		if c, _, err = propose(t, p, doc); err != nil {
 			return r, err
 		}
 		r.Undecided = true

@@ -330,7 +330,7 @@ const copyTableRaw = 2 << 20
 func (s *Store) replace(ndb *badger.DB, next string, since uint64) (switched bool, err error) {
 	s.leading.Lock()
 	defer s.leading.Unlock()
-	s.overlay.drained() // the second stage is idle: every batch is in Badger
+	s.overlay.drained() // the later stages are idle: every batch is in Badger
 	if err := s.brokenErr(); err != nil {
 		return false, err
 	}

@@ -9,7 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/dgraph-io/badger/v4/skl"
 )
 
 var ctx = context.Background()
@@ -165,6 +168,59 @@ func TestJournalBringsBackWhatBadgerLost(t *testing.T) {
 	}
 }
 
+// Under many writers the second stage makes the batches staged meanwhile
+// durable as one journal record: after a crash that took from Badger
+// everything since the last checkpoint, every acknowledged write comes
+// back, each built on the one before it.
+func TestJournalBringsBackGroupedBatches(t *testing.T) {
+	dir, snapshot := t.TempDir(), t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	copyBadger(t, dir, snapshot) // an empty Badger, durable
+	s, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 16, 50
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for range each {
+				if _, err := Write(ctx, s, increment); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	path, gen := journalPath(dir, s.journal.gen), s.journal.gen
+	abandon(t, s)
+	records, _ := readJournal(path, gen)
+	t.Logf("%d writes in %d journal records", writers*each, len(records))
+	copyBadger(t, snapshot, dir) // the crash: Badger lost every write
+
+	s, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var n int
+	if err := s.Read("counter", &n); err != nil || n != writers*each {
+		t.Fatalf("counter %d (%v) after the crash, want %d", n, err, writers*each)
+	}
+	seen := 0
+	s.Scan(ctx, "n/", "n/", func(_, _ []byte) error { seen++; return nil })
+	if seen != writers*each {
+		t.Errorf("%d entries after the crash, want %d", seen, writers*each)
+	}
+}
+
 // A journal that fills up is checkpointed and used again: nothing it held
 // is lost, and its records are never applied twice over newer ones.
 func TestJournalCheckpoints(t *testing.T) {
@@ -217,6 +273,36 @@ func TestOversizedBatchIsSplit(t *testing.T) {
 	s.Scan(ctx, "k/", "k/", func(_, _ []byte) error { n++; return nil })
 	if n != 300 {
 		t.Errorf("%d keys stored, want 300", n)
+	}
+}
+
+// Durable batches waiting for the third stage are applied to Badger in one
+// transaction; when they do not fit in one together, each is applied in
+// its own, and the store goes on.
+func TestBatchesTooBigTogetherAreAppliedApart(t *testing.T) {
+	s, _ := openTest(t)
+	// Badger's limit on a transaction's entries (badger.Open's
+	// maxBatchCount): two thirds of it fit once, not twice.
+	n := int(s.db().Opts().MemTableSize*15/100) / skl.MaxNodeSize * 2 / 3
+	var group []*stagedBatch
+	for b := range 2 {
+		sb := &stagedBatch{}
+		for i := range n {
+			sb.encoded = append(sb.encoded, change{key: fmt.Appendf(nil, "k/%d/%05d", b, i), val: []byte("v")})
+		}
+		group = append(group, sb)
+	}
+	s.leading.Lock() // the committer idle: nothing else writes to Badger
+	s.overlay.drained()
+	s.apply(group)
+	s.leading.Unlock()
+	if err := s.brokenErr(); err != nil {
+		t.Fatalf("the store stopped: %v", err)
+	}
+	got := 0
+	s.Scan(ctx, "k/", "k/", func(_, _ []byte) error { got++; return nil })
+	if got != 2*n {
+		t.Errorf("%d keys in Badger, want %d", got, 2*n)
 	}
 }
 

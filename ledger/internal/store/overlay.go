@@ -6,8 +6,8 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-// A batch is staged once its operations ran: the second stage of the
-// committer has yet to make it durable and apply it to Badger. The batches
+// A batch is staged once its operations ran: the second and third stages
+// of the committer have yet to make it durable and apply it to Badger. The batches
 // built meanwhile read its changes from the overlay, newest first, above
 // a Badger transaction opened once every batch they do not see there was
 // applied.
@@ -20,7 +20,6 @@ type stagedBatch struct {
 	vals    map[string]change
 	ops     []*op
 
-	persisted bool     // made durable and acknowledged (or failed: err)
 	err       error    // why it could not be made durable
 	encoded   []change // its changes as stored
 	onApplied []func() // Tx.AfterApply

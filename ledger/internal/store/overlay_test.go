@@ -55,7 +55,19 @@ func TestOverlay(t *testing.T) {
 	}
 }
 
-// Many writers, each reading what the last batch wrote: with the two
+// increment adds one to "counter", and writes n/<n> for the n it found.
+func increment(tx *Tx) (struct{}, error) {
+	var n int
+	if _, err := tx.Get("counter", &n); err != nil {
+		return struct{}{}, err
+	}
+	if err := tx.Put(fmt.Sprintf("n/%06d", n), n); err != nil {
+		return struct{}{}, err
+	}
+	return struct{}{}, tx.Put("counter", n+1)
+}
+
+// Many writers, each reading what the last batch wrote: with the three
 // stages running at once, every write builds on the one before it.
 func TestPipelinedCounter(t *testing.T) {
 	s, _ := openTest(t)
@@ -64,17 +76,7 @@ func TestPipelinedCounter(t *testing.T) {
 	for range writers {
 		wg.Go(func() {
 			for range each {
-				_, err := Write(ctx, s, func(tx *Tx) (struct{}, error) {
-					var n int
-					if _, err := tx.Get("counter", &n); err != nil {
-						return struct{}{}, err
-					}
-					if err := tx.Put(fmt.Sprintf("n/%06d", n), n); err != nil {
-						return struct{}{}, err
-					}
-					return struct{}{}, tx.Put("counter", n+1)
-				})
-				if err != nil {
+				if _, err := Write(ctx, s, increment); err != nil {
 					t.Error(err)
 					return
 				}

@@ -69,6 +69,11 @@ var ErrClosed = errors.New("ledger is closed")
 // ErrNotFound is returned for a key the store does not hold.
 var ErrNotFound = errors.New("not found")
 
+// stagedBatches is how many staged batches may wait for the committer's
+// second stage, which makes them durable together (persistLoop), and how
+// many groups of durable ones for its third.
+const stagedBatches = 16
+
 // Store is an open store. Its methods are safe for concurrent use.
 type Store struct {
 	cur      atomic.Pointer[handle] // the open Badger, replaced by Compact
@@ -83,9 +88,10 @@ type Store struct {
 	ops     chan *op
 	leading sync.Mutex        // held while a batch runs its first stage
 	staged  chan *stagedBatch // from the committer's first stage to its second
-	// inflight counts the batches handed to the second stage and not yet
-	// applied; unpersisted those of them not yet made durable.
-	inflight    atomic.Int64
+	// persisted: from its second stage to its third.
+	persisted chan []*stagedBatch
+	// unpersisted counts the batches staged and not yet handed to the
+	// third stage.
 	unpersisted atomic.Int64
 	done        chan struct{}
 	overlay
@@ -146,7 +152,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 	}
 	s := &Store{opts: opts, dir: dir, minFree: opts.MinFree, now: opts.Now, maxBatch: opts.MaxBatch,
-		ops: make(chan *op, 1024), staged: make(chan *stagedBatch, 1), done: make(chan struct{})}
+		ops: make(chan *op, 1024), staged: make(chan *stagedBatch, stagedBatches),
+		persisted: make(chan []*stagedBatch, stagedBatches), done: make(chan struct{})}
 	s.cur.Store(&handle{db: db, dir: bdir})
 	if !opts.InMemory {
 		s.compactedSize.Store(dirSize(dir))
@@ -170,6 +177,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 	}
 	go s.commitLoop()
+	go s.persistLoop()
 	go s.applyLoop()
 	return s, nil
 }

@@ -1,0 +1,79 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/api"
+)
+
+// proposalInputs are inputs that the encoding of a proposal must carry as
+// json.Marshal does: compacted, with <, >, & and the line separators
+// escaped, and one that holds the very field the encoding is cut at.
+var proposalInputs = []string{
+	`{}`,
+	`{"command":"ls"}`,
+	"{ \"command\" :\n\t\"a < b && c > d\" ,\"x\":[1, 2.50,  -0e3]}",
+	`{"proposed_at":"0001-01-01T00:00:00Z","executed":false,"executions":0}`,
+	`{"a":"\"proposed_at\":\"0001-01-01T00:00:00Z\""}`,
+	"{\"s\":\"\u2028\u2029 ſ \\ud83d\\ude00 \\u0000\"}",
+	`[true,null,"x"]`,
+	`"a string"`,
+	`12`,
+}
+
+// The document of a call_proposed event is hashed into the audit chain: the
+// encoding made outside the committer must give json.Marshal's bytes.
+func TestProposalIsWhatJSONGives(t *testing.T) {
+	times := []time.Time{
+		time.Date(2026, 12, 2, 3, 4, 5, 0, time.UTC),
+		time.Date(2026, 12, 2, 3, 4, 5, 120_000_000, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Unix(0, 1).UTC(),
+	}
+	calls := []api.Call{
+		{ToolUseID: "toolu_1", SessionID: "s1", ToolName: "Bash"},
+		{ToolUseID: "toolu_<2>", SessionID: "s&1", AgentID: "agent-1", ToolName: "mcp__x__y", Cwd: "/tmp/a \"b\""},
+	}
+	for _, input := range proposalInputs {
+		for _, c := range calls {
+			for _, at := range times {
+				c.Input = json.RawMessage(input)
+				checkProposal(t, c, at)
+			}
+		}
+	}
+}
+
+func FuzzProposal(f *testing.F) {
+	for _, input := range proposalInputs {
+		f.Add(input, "toolu_1", "/tmp", int64(1764644645123456789))
+	}
+	f.Fuzz(func(t *testing.T, input, id, cwd string, nanos int64) {
+		if !json.Valid([]byte(input)) {
+			return // Record refuses it before encoding
+		}
+		c := api.Call{ToolUseID: id, SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(input), Cwd: cwd}
+		checkProposal(t, c, time.Unix(0, nanos).UTC())
+	})
+}
+
+func checkProposal(t *testing.T, c api.Call, at time.Time) {
+	t.Helper()
+	hash := InputSHA256(c.ToolName, c.Input)
+	doc, err := encodeProposal(c, hash)
+	if err != nil {
+		t.Fatalf("encodeProposal(%q): %v", c.Input, err)
+	}
+	want := proposal(c)
+	want.InputSHA256, want.ProposedAt = hash, at
+	raw, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.at(at); !bytes.Equal(got, raw) {
+		t.Errorf("proposal of %q at %v:\n got %s\nwant %s", c.Input, at, got, raw)
+	}
+}
