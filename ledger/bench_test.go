@@ -113,10 +113,10 @@ func medianOf(xs []float64) float64 {
 // file: Badger's mapped pages), the Go heap in use, the disk the ledger
 // takes once compacted (allocated blocks), and the time to reopen the
 // ledger. The process runs under the soft memory limit toolgate serve
-// sets (48 MiB), as the ledger does there. Run it with -benchtime 1x.
+// sets (44 MiB), as the ledger does there. Run it with -benchtime 1x.
 func BenchmarkLedger100k(b *testing.B) {
 	const n = 100_000
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(48 << 20))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(44 << 20))
 	for b.Loop() {
 		dir := b.TempDir()
 		l, err := Open(dir, Options{})
