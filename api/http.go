@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/textproto"
 	"strconv"
 	"strings"
 )
@@ -20,7 +18,7 @@ import (
 // tool call (about 0.3 ms of its start-up, measured). The daemon's side is
 // net/http; this side needs only what it sends: requests with a
 // Content-Length, and responses with a Content-Length, chunked, or ending
-// with the connection.
+// with the connection. It does without the net package too (socket.go).
 
 // response is an HTTP response whose body is read from the connection.
 type response struct {
@@ -31,7 +29,7 @@ type response struct {
 // conn is a connection to the daemon with its reader and the peer it was
 // verified as.
 type conn struct {
-	net.Conn
+	*socket
 	r    *bufio.Reader
 	peer Peer
 	sock string // the socket it was dialled on
@@ -85,19 +83,18 @@ func (c *Client) conn(ctx context.Context) (*conn, bool, error) {
 // dial connects to the socket and verifies the peer.
 func (c *Client) dial(ctx context.Context) (*conn, error) {
 	sock := c.socket()
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "unix", sock)
+	s, err := dialUnix(sock)
 	if err != nil {
 		return nil, &UnavailableError{SocketPath: sock, Err: err}
 	}
-	cc := &conn{Conn: nc, r: bufio.NewReader(nc), sock: sock}
+	cc := &conn{socket: s, r: bufio.NewReader(s), sock: sock}
 	if c.VerifyPeer != nil {
-		cc.peer, err = peerOf(nc)
+		cc.peer, err = s.peer()
 		if err == nil {
 			err = c.VerifyPeer(cc.peer)
 		}
 		if err != nil {
-			nc.Close()
+			s.Close()
 			return nil, &UnavailableError{SocketPath: sock, Err: err}
 		}
 	}
@@ -132,8 +129,7 @@ func (c *Client) exchange(ctx context.Context, cc *conn, method, path string, bo
 		return fail(err)
 	}
 	sent = true
-	tp := textproto.NewReader(cc.r)
-	line, err := tp.ReadLine()
+	line, err := readLine(cc.r)
 	if err != nil {
 		return fail(err)
 	}
@@ -142,24 +138,24 @@ func (c *Client) exchange(ctx context.Context, cc *conn, method, path string, bo
 	if err != nil {
 		return fail(err)
 	}
-	head, err := tp.ReadMIMEHeader()
+	head, err := readHeader(cc.r)
 	if err != nil {
 		return fail(err)
 	}
 	b := &connBody{Reader: cc.r, c: c, conn: cc, stop: stop}
 	switch {
-	case strings.EqualFold(head.Get("Transfer-Encoding"), "chunked"):
+	case strings.EqualFold(head["transfer-encoding"], "chunked"):
 		ch := &chunked{r: cc.r}
 		b.Reader, b.done = ch, func() bool { return ch.done && ch.left == 0 }
-	case head.Get("Content-Length") != "":
-		n, err := strconv.ParseInt(head.Get("Content-Length"), 10, 64)
+	case head["content-length"] != "":
+		n, err := strconv.ParseInt(head["content-length"], 10, 64)
 		if err != nil || n < 0 {
-			return fail(fmt.Errorf("bad Content-Length %q", head.Get("Content-Length")))
+			return fail(fmt.Errorf("bad Content-Length %q", head["content-length"]))
 		}
 		lr := &io.LimitedReader{R: cc.r, N: n}
 		b.Reader, b.done = lr, func() bool { return lr.N == 0 }
 	}
-	if strings.EqualFold(head.Get("Connection"), "close") {
+	if strings.EqualFold(head["connection"], "close") {
 		b.done = nil // the server closes it
 	}
 	return &response{status: status, body: b}, true, nil
@@ -182,13 +178,48 @@ func (c *Client) CloseIdle() { c.closeIdle() }
 // Peer returns the credentials of the process listening on the socket.
 func (c *Client) Peer(ctx context.Context) (Peer, error) {
 	sock := c.socket()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", sock)
+	s, err := dialUnix(sock)
 	if err != nil {
 		return Peer{}, &UnavailableError{SocketPath: sock, Err: err}
 	}
-	defer conn.Close()
-	return peerOf(conn)
+	defer s.Close()
+	return s.peer()
+}
+
+// readLine reads a line of the response's head, without its CRLF (or LF).
+func readLine(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return "", err
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r"), nil
+}
+
+// readHeader reads the response's header fields, up to the empty line
+// that ends them, by lower-case name (a name given twice keeps its first
+// value; the daemon sends each once).
+func readHeader(r *bufio.Reader) (map[string]string, error) {
+	head := map[string]string{}
+	for {
+		line, err := readLine(r)
+		if err != nil {
+			return nil, err
+		}
+		if line == "" {
+			return head, nil
+		}
+		name, value, ok := strings.Cut(line, ":")
+		if !ok || name == "" || strings.ContainsAny(name, " \t") {
+			return nil, fmt.Errorf("malformed header line %q", line)
+		}
+		name = strings.ToLower(name)
+		if _, seen := head[name]; !seen {
+			head[name] = strings.TrimSpace(value)
+		}
+	}
 }
 
 // parseStatus reads the code of an HTTP/1.x status line.

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -248,5 +249,70 @@ func TestKeepAlive(t *testing.T) {
 	c.VerifyPeer = func(Peer) error { return errors.New("lost") }
 	if _, err := c.Status(ctx); !IsUnavailable(err) || !strings.Contains(err.Error(), "lost") {
 		t.Errorf("a kept connection to a peer no longer trusted: %v", err)
+	}
+}
+
+// The response's head is read without net/textproto: names in any case,
+// values trimmed, the first of a repeated name kept, and a malformed or
+// cut-short head refused.
+func TestReadHeader(t *testing.T) {
+	head, err := readHeader(bufio.NewReader(strings.NewReader(
+		"Content-Length:  12 \r\nconnection: close\nX-A: 1\r\nx-a: 2\r\n\r\nbody")))
+	if err != nil || head["content-length"] != "12" || head["connection"] != "close" || head["x-a"] != "1" {
+		t.Errorf("head %q, %v", head, err)
+	}
+	for _, bad := range []string{"Content-Length 12\r\n\r\n", ": x\r\n\r\n", "Bad Name: x\r\n\r\n", "Content-Length: 12\r\n"} {
+		if head, err := readHeader(bufio.NewReader(strings.NewReader(bad))); err == nil {
+			t.Errorf("%q read as %q", bad, head)
+		}
+	}
+}
+
+// Closing a socket twice (a request's context and its failure both close
+// it) leaves alone the connection its descriptor's number went to since;
+// and Close returns a read blocked on it.
+func TestSocketClose(t *testing.T) {
+	dir, err := os.MkdirTemp("", "tga")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go io.Copy(c, c) // an echo
+		}
+	}()
+	a, err := dialUnix(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() { _, err := a.Read(make([]byte, 1)); read <- err }()
+	a.Close()
+	if err := <-read; err == nil {
+		t.Error("a read blocked on a closed socket returned no error")
+	}
+	b, err := dialUnix(sock) // most likely a's descriptor number
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	a.Close()
+	buf := make([]byte, 4)
+	if _, err := b.Write([]byte("ping")); err != nil {
+		t.Fatalf("the next connection after closing the first twice: %v", err)
+	}
+	if _, err := io.ReadFull(b, buf); err != nil || string(buf) != "ping" {
+		t.Fatalf("the next connection after closing the first twice: %q %v", buf, err)
 	}
 }
