@@ -142,7 +142,7 @@ func (c *Client) exchange(ctx context.Context, cc *conn, method, path string, bo
 	if err != nil {
 		return fail(err)
 	}
-	b := &connBody{Reader: cc.r, c: c, conn: cc, stop: stop}
+	b := &connBody{Reader: cc.r, ctx: ctx, c: c, conn: cc, stop: stop}
 	switch {
 	case strings.EqualFold(head["transfer-encoding"], "chunked"):
 		ch := &chunked{r: cc.r}
@@ -152,7 +152,7 @@ func (c *Client) exchange(ctx context.Context, cc *conn, method, path string, bo
 		if err != nil || n < 0 {
 			return fail(fmt.Errorf("bad Content-Length %q", head["content-length"]))
 		}
-		lr := &io.LimitedReader{R: cc.r, N: n}
+		lr := &lengthBody{io.LimitedReader{R: cc.r, N: n}}
 		b.Reader, b.done = lr, func() bool { return lr.N == 0 }
 	}
 	if strings.EqualFold(head["connection"], "close") {
@@ -238,10 +238,35 @@ func parseStatus(line string) (int, error) {
 // connection waits for the next request.
 type connBody struct {
 	io.Reader
+	ctx  context.Context // the request's: when it ends, the connection is shut down
 	c    *Client
 	conn *conn
 	stop func() bool
 	done func() bool // whether the body was read to its end; nil: the connection cannot be kept
+}
+
+// Read reads the body. A read that failed or ended once the request's
+// context ended is that context's error: shutting the connection down
+// (socket.Close) ends a read as the server's end of the body would, and
+// what was read is then not the whole body.
+func (b *connBody) Read(p []byte) (int, error) {
+	n, err := b.Reader.Read(p)
+	if err != nil && b.ctx.Err() != nil && (b.done == nil || !b.done()) {
+		err = b.ctx.Err()
+	}
+	return n, err
+}
+
+// lengthBody is a body of a Content-Length: one that ends before it is a
+// broken one.
+type lengthBody struct{ io.LimitedReader }
+
+func (l *lengthBody) Read(p []byte) (int, error) {
+	n, err := l.LimitedReader.Read(p)
+	if errors.Is(err, io.EOF) && l.N > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
 }
 
 func (b *connBody) Close() error {
@@ -306,10 +331,13 @@ func (c *chunked) next() error {
 		return fmt.Errorf("bad chunk size %q", line)
 	}
 	if n == 0 {
-		c.done = true
 		for { // trailers, up to the empty line
 			line, err := c.r.ReadString('\n')
-			if err != nil || strings.TrimSpace(line) == "" {
+			if err != nil {
+				return io.ErrUnexpectedEOF
+			}
+			if strings.TrimSpace(line) == "" {
+				c.done = true
 				return nil
 			}
 		}
