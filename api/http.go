@@ -129,7 +129,8 @@ func (c *Client) exchange(ctx context.Context, cc *conn, method, path string, bo
 		return fail(err)
 	}
 	sent = true
-	line, err := readLine(cc.r)
+	left := maxHead
+	line, err := readLine(cc.r, &left)
 	if err != nil {
 		return fail(err)
 	}
@@ -186,16 +187,36 @@ func (c *Client) Peer(ctx context.Context) (Peer, error) {
 	return s.peer()
 }
 
-// readLine reads a line of the response's head, without its CRLF (or LF).
-func readLine(r *bufio.Reader) (string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+// maxHead bounds a response's status line, its header, and a chunk's size
+// line with the trailers after the last: a peer that sends one without
+// end is refused once it has sent this much, rather than held in memory
+// until the request's context ends (the hook's is 10 s, in which a peer
+// can send gigabytes). The daemon's are a few hundred bytes; net/http's
+// client allows 1 MB.
+const maxHead = 1 << 20
+
+var errHeadTooLong = errors.New("the response's head is too long")
+
+// readLine reads a line of the response's head, without its CRLF (or LF),
+// and takes its length from *left: one longer than *left is refused.
+func readLine(r *bufio.Reader, left *int) (string, error) {
+	var line []byte
+	for {
+		frag, err := r.ReadSlice('\n')
+		if *left -= len(frag); *left < 0 {
+			return "", errHeadTooLong
 		}
-		return "", err
+		line = append(line, frag...)
+		if err == nil {
+			return strings.TrimSuffix(strings.TrimSuffix(string(line), "\n"), "\r"), nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return "", err
+		}
 	}
-	return strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r"), nil
 }
 
 // readHeader reads the response's header fields, up to the empty line
@@ -203,8 +224,9 @@ func readLine(r *bufio.Reader) (string, error) {
 // value; the daemon sends each once).
 func readHeader(r *bufio.Reader) (map[string]string, error) {
 	head := map[string]string{}
+	left := maxHead
 	for {
-		line, err := readLine(r)
+		line, err := readLine(r, &left)
 		if err != nil {
 			return nil, err
 		}
@@ -321,9 +343,10 @@ func (c *chunked) Read(p []byte) (int, error) {
 // next reads the size line of the next chunk; the last one (size 0) ends
 // the body, after its trailers.
 func (c *chunked) next() error {
-	line, err := c.r.ReadString('\n')
+	left := maxHead
+	line, err := readLine(c.r, &left)
 	if err != nil {
-		return io.ErrUnexpectedEOF
+		return err
 	}
 	size, _, _ := strings.Cut(strings.TrimSpace(line), ";")
 	n, err := strconv.ParseInt(size, 16, 64)
@@ -332,9 +355,9 @@ func (c *chunked) next() error {
 	}
 	if n == 0 {
 		for { // trailers, up to the empty line
-			line, err := c.r.ReadString('\n')
+			line, err := readLine(c.r, &left)
 			if err != nil {
-				return io.ErrUnexpectedEOF
+				return err
 			}
 			if strings.TrimSpace(line) == "" {
 				c.done = true
