@@ -415,3 +415,198 @@ func TestReviewPeerGoneBeforeTheRequest(t *testing.T) {
 		}
 	}
 }
+
+// A KeepAlive client shared by many goroutines, against a server that
+// closes idle connections almost at once, some requests cut off by their
+// context mid-body: every other request is answered, each by a verified
+// peer, and no descriptor is left behind.
+func TestReviewKeepAliveUnderLoad(t *testing.T) {
+	dir, err := os.MkdirTemp("", "tgr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "s")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{IdleTimeout: 2 * time.Millisecond, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/deferred" { // a body that stalls
+			w.Header().Set("Content-Length", "100")
+			io.WriteString(w, "{")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		fmt.Fprintf(w, `{"pid":%d,"version":%q}`, os.Getpid(), strings.Repeat("v", int(time.Now().UnixNano()%5000)))
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	self, _ := os.Executable()
+	trust := Trust{Exe: self}
+	var verified sync.Map
+	c := &Client{SocketPath: sock, KeepAlive: true, VerifyPeer: func(p Peer) error {
+		verified.Store(p, true)
+		return trust.Verify(p)
+	}}
+	before := openFDs(t)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 150 {
+				if (g+i)%10 == 0 {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+					if _, err := c.Deferred(ctx); err == nil {
+						t.Error("a stalled body read whole")
+					}
+					cancel()
+					continue
+				}
+				st, err := c.Status(context.Background())
+				if err != nil || st.PID != os.Getpid() {
+					t.Errorf("status %+v %v", st, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	c.CloseIdle()
+	n := 0
+	verified.Range(func(k, _ any) bool { n++; return true })
+	if n != 1 {
+		t.Errorf("%d peers verified", n)
+	}
+	var after int
+	for range 50 {
+		if after = openFDs(t); after <= before {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if after > before {
+		t.Errorf("%d descriptors before, %d after", before, after)
+	}
+}
+
+// What net/http's server sends, read by both kinds of client: many small
+// chunks, declared trailers, a handler that closes the connection, a
+// body net/http ends with the connection, its own 400 to a bad request,
+// a header value holding colons, and a header given twice.
+func TestReviewNetHTTPResponses(t *testing.T) {
+	want := strings.Repeat(`{"pid":7}`, 1) // what every handler's body decodes to
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/status": // many chunks
+			for _, b := range []byte(want) {
+				w.Write([]byte{b})
+				w.(http.Flusher).Flush()
+			}
+		case "/v1/calls": // trailers
+			w.Header().Set("Trailer", "X-Done")
+			io.WriteString(w, `{"calls":[]}`)
+			w.(http.Flusher).Flush()
+			w.Header().Set("X-Done", "yes")
+		case "/v1/deferred": // the handler closes the connection
+			w.Header().Set("Connection", "close")
+			io.WriteString(w, `{"sessions":[]}`)
+		case "/v1/hook": // odd header values
+			w.Header().Set("X-Odd", "a: b: c")
+			w.Header().Add("X-Twice", "1")
+			w.Header().Add("X-Twice", "2")
+			w.Header().Set("Content-Length", "2")
+			io.WriteString(w, "{}")
+		}
+	})
+	for _, keep := range []bool{false, true} {
+		c := &Client{SocketPath: srv.SocketPath, KeepAlive: keep}
+		ctx := context.Background()
+		for range 3 {
+			if st, err := c.Status(ctx); err != nil || st.PID != 7 {
+				t.Errorf("keep %v: many chunks: %+v %v", keep, st, err)
+			}
+			if calls, err := c.Calls(ctx, ""); err != nil || calls == nil {
+				t.Errorf("keep %v: trailers: %v %v", keep, calls, err)
+			}
+			if _, err := c.Deferred(ctx); err != nil {
+				t.Errorf("keep %v: a closed connection: %v", keep, err)
+			}
+			if _, err := c.Hook(ctx, HookRequest{}); err != nil {
+				t.Errorf("keep %v: odd headers: %v", keep, err)
+			}
+		}
+		c.CloseIdle()
+	}
+	// net/http's own answer to a request it cannot parse.
+	s, err := dialUnix(srv.SocketPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	io.WriteString(s, "GET /v1/status HTTP/1.1\r\nHost: toolgate\r\nBad Header\r\n\r\n")
+	r := bufio.NewReader(s)
+	left := maxHead
+	line, err := readLine(r, &left)
+	if code, perr := parseStatus(line); err != nil || perr != nil || code != 400 {
+		t.Fatalf("status line %q %v %v", line, err, perr)
+	}
+	head, err := readHeader(r)
+	if err != nil || head["connection"] != "close" {
+		t.Errorf("net/http's 400: %q %v", head, err)
+	}
+}
+
+// Two daemons, one in another process, dialled at once by many
+// goroutines that also close their sockets twice (a closed descriptor's
+// number goes to the next socket at once): each connection's credentials
+// are its own listener's, never those of the socket its number went to.
+func TestReviewPeerCredentialsUnderDescriptorReuse(t *testing.T) {
+	dir, err := os.MkdirTemp("", "tgr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	other := filepath.Join(dir, "other")
+	py := exec.Command("python3", "-c", `
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4096)
+print("up", flush=True)
+while True:
+    s.accept()[0].close()
+`, other)
+	out, _ := py.StdoutPipe()
+	if err := py.Start(); err != nil {
+		t.Skip("no python3:", err)
+	}
+	defer func() { py.Process.Kill(); py.Wait() }()
+	bufio.NewReader(out).ReadString('\n')
+	own := rawPeer(t, func(c net.Conn) {})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		sock, want := own, os.Getpid()
+		if g%2 == 0 {
+			sock, want = other, py.Process.Pid
+		}
+		wg.Go(func() {
+			var stale []*socket
+			for range 300 {
+				s, err := dialUnix(sock)
+				if err != nil {
+					continue // a full backlog
+				}
+				p, err := s.peer()
+				if err != nil || p.PID != want {
+					t.Errorf("peer %+v %v on %s, want pid %d", p, err, sock, want)
+				}
+				s.Close()
+				stale = append(stale, s)
+				if len(stale) > 4 {
+					stale[0].Close() // again: its number is someone else's now
+					stale = stale[1:]
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
