@@ -129,7 +129,8 @@ func (c *Client) exchange(ctx context.Context, cc *conn, method, path string, bo
 		return fail(err)
 	}
 	sent = true
-	line, err := readLine(cc.r)
+	left := maxHead
+	line, err := readLine(cc.r, &left)
 	if err != nil {
 		return fail(err)
 	}
@@ -142,7 +143,7 @@ func (c *Client) exchange(ctx context.Context, cc *conn, method, path string, bo
 	if err != nil {
 		return fail(err)
 	}
-	b := &connBody{Reader: cc.r, c: c, conn: cc, stop: stop}
+	b := &connBody{Reader: cc.r, ctx: ctx, c: c, conn: cc, stop: stop}
 	switch {
 	case strings.EqualFold(head["transfer-encoding"], "chunked"):
 		ch := &chunked{r: cc.r}
@@ -152,7 +153,7 @@ func (c *Client) exchange(ctx context.Context, cc *conn, method, path string, bo
 		if err != nil || n < 0 {
 			return fail(fmt.Errorf("bad Content-Length %q", head["content-length"]))
 		}
-		lr := &io.LimitedReader{R: cc.r, N: n}
+		lr := &lengthBody{io.LimitedReader{R: cc.r, N: n}}
 		b.Reader, b.done = lr, func() bool { return lr.N == 0 }
 	}
 	if strings.EqualFold(head["connection"], "close") {
@@ -186,16 +187,36 @@ func (c *Client) Peer(ctx context.Context) (Peer, error) {
 	return s.peer()
 }
 
-// readLine reads a line of the response's head, without its CRLF (or LF).
-func readLine(r *bufio.Reader) (string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+// maxHead bounds a response's status line, its header, and a chunk's size
+// line with the trailers after the last: a peer that sends one without
+// end is refused once it has sent this much, rather than held in memory
+// until the request's context ends (the hook's is 10 s, in which a peer
+// can send gigabytes). The daemon's are a few hundred bytes; net/http's
+// client allows 1 MB.
+const maxHead = 1 << 20
+
+var errHeadTooLong = errors.New("the response's head is too long")
+
+// readLine reads a line of the response's head, without its CRLF (or LF),
+// and takes its length from *left: one longer than *left is refused.
+func readLine(r *bufio.Reader, left *int) (string, error) {
+	var line []byte
+	for {
+		frag, err := r.ReadSlice('\n')
+		if *left -= len(frag); *left < 0 {
+			return "", errHeadTooLong
 		}
-		return "", err
+		line = append(line, frag...)
+		if err == nil {
+			return strings.TrimSuffix(strings.TrimSuffix(string(line), "\n"), "\r"), nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return "", err
+		}
 	}
-	return strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r"), nil
 }
 
 // readHeader reads the response's header fields, up to the empty line
@@ -203,8 +224,9 @@ func readLine(r *bufio.Reader) (string, error) {
 // value; the daemon sends each once).
 func readHeader(r *bufio.Reader) (map[string]string, error) {
 	head := map[string]string{}
+	left := maxHead
 	for {
-		line, err := readLine(r)
+		line, err := readLine(r, &left)
 		if err != nil {
 			return nil, err
 		}
@@ -238,10 +260,35 @@ func parseStatus(line string) (int, error) {
 // connection waits for the next request.
 type connBody struct {
 	io.Reader
+	ctx  context.Context // the request's: when it ends, the connection is shut down
 	c    *Client
 	conn *conn
 	stop func() bool
 	done func() bool // whether the body was read to its end; nil: the connection cannot be kept
+}
+
+// Read reads the body. A read that failed or ended once the request's
+// context ended is that context's error: shutting the connection down
+// (socket.Close) ends a read as the server's end of the body would, and
+// what was read is then not the whole body.
+func (b *connBody) Read(p []byte) (int, error) {
+	n, err := b.Reader.Read(p)
+	if err != nil && b.ctx.Err() != nil && (b.done == nil || !b.done()) {
+		err = b.ctx.Err()
+	}
+	return n, err
+}
+
+// lengthBody is a body of a Content-Length: one that ends before it is a
+// broken one.
+type lengthBody struct{ io.LimitedReader }
+
+func (l *lengthBody) Read(p []byte) (int, error) {
+	n, err := l.LimitedReader.Read(p)
+	if errors.Is(err, io.EOF) && l.N > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
 }
 
 func (b *connBody) Close() error {
@@ -296,9 +343,10 @@ func (c *chunked) Read(p []byte) (int, error) {
 // next reads the size line of the next chunk; the last one (size 0) ends
 // the body, after its trailers.
 func (c *chunked) next() error {
-	line, err := c.r.ReadString('\n')
+	left := maxHead
+	line, err := readLine(c.r, &left)
 	if err != nil {
-		return io.ErrUnexpectedEOF
+		return err
 	}
 	size, _, _ := strings.Cut(strings.TrimSpace(line), ";")
 	n, err := strconv.ParseInt(size, 16, 64)
@@ -306,10 +354,13 @@ func (c *chunked) next() error {
 		return fmt.Errorf("bad chunk size %q", line)
 	}
 	if n == 0 {
-		c.done = true
 		for { // trailers, up to the empty line
-			line, err := c.r.ReadString('\n')
-			if err != nil || strings.TrimSpace(line) == "" {
+			line, err := readLine(c.r, &left)
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(line) == "" {
+				c.done = true
 				return nil
 			}
 		}

@@ -293,7 +293,13 @@ func gatherMore[T any](ch <-chan T, some []T) []T {
 func (s *Store) persistAck(group []*stagedBatch) {
 	err := s.brokenErr()
 	if err == nil {
-		err = s.persist(group)
+		if err = s.persist(group); err != nil {
+			// Whatever failed (a write, a sync, a checkpoint), later
+			// batches were built on these: on their changes, and on what
+			// their AfterCommit remembered (the audit chain's head). None
+			// may be acknowledged without them.
+			s.setBroken(fmt.Errorf("the ledger stopped: a batch could not be made durable (%v); restart toolgate serve", err))
+		}
 	}
 	for _, b := range group {
 		b.err = err
