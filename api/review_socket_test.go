@@ -129,7 +129,7 @@ func TestBodyCutShort(t *testing.T) {
 		return func(c net.Conn) {
 			readRequest(c)
 			io.WriteString(c, head)
-			time.Sleep(3 * time.Second)
+			io.Copy(io.Discard, c) // until the client shuts the connection down
 		}
 	}
 	cut := func(head string) func(net.Conn) {
@@ -308,97 +308,22 @@ func TestReviewPeerOfAnotherProcess(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "s")
-	py := exec.Command("python3", "-c", `
-import socket, sys, time
-s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)
-print("up", flush=True)
-while True:
-    c, _ = s.accept()
-    try:
-        if c.recv(65536):
-            c.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 9\r\nConnection: close\r\n\r\n{"pid":1}')
-    except OSError:
-        pass
-    c.close()
-`, sock)
-	out, _ := py.StdoutPipe()
-	if err := py.Start(); err != nil {
-		t.Skip("no python3:", err)
-	}
-	defer func() { py.Process.Kill(); py.Wait() }()
-	bufio.NewReader(out).ReadString('\n')
+	py := listener(t, sock, "answer")
 	p, err := NewClient(sock).Peer(context.Background())
 	if err != nil || p.PID != py.Process.Pid || p.UID != os.Getuid() {
 		t.Fatalf("peer %+v %v, want pid %d", p, err, py.Process.Pid)
 	}
-	self, _ := os.Executable()
-	c := &Client{SocketPath: sock, VerifyPeer: Trust{Exe: self}.Verify}
+	trusted, err := filepath.EvalSymlinks("/bin/true") // stands for the toolgate binary
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Client{SocketPath: sock, VerifyPeer: Trust{Exe: trusted}.Verify}
 	if _, err := c.Status(context.Background()); err == nil || !strings.Contains(err.Error(), "not the toolgate daemon") {
-		t.Errorf("python on the socket: %v", err)
+		t.Errorf("another program on the socket: %v", err)
 	}
 	c.VerifyPeer = nil
 	if st, err := c.Status(context.Background()); err != nil || st.PID != 1 {
 		t.Errorf("unverified: %+v %v", st, err)
-	}
-}
-
-// A process that listens, leaves its listening socket to a child, and
-// then executes the trusted binary: SO_PEERCRED names the pid that called
-// listen, and /proc/PID/exe is now the trusted binary, while the child
-// answers. Trust.Verify outside containment takes the child's answer: a
-// known limit of identifying the daemon by the listener's pid, not a
-// change of the socket client (net's peer credentials were the same).
-// Run with TOOLGATE_REVIEW_KNOWN=1.
-func TestReviewListenThenExecTheTrustedBinary(t *testing.T) {
-	if os.Getenv("TOOLGATE_REVIEW_KNOWN") == "" {
-		t.Skip("a known limit of Trust.Verify outside containment; TOOLGATE_REVIEW_KNOWN=1 shows it")
-	}
-	dir, err := os.MkdirTemp("", "tgr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "s")
-	trusted, err := filepath.EvalSymlinks("/bin/sleep") // stands for the toolgate binary
-	if err != nil {
-		t.Skip(err)
-	}
-	py := exec.Command("python3", "-c", `
-import os, socket, sys
-s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)
-child = os.fork()
-if child == 0:
-    while True:
-        c, _ = s.accept()
-        try:
-            if c.recv(65536):
-                c.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 11\r\nConnection: close\r\n\r\n{"pid":666}')
-        except OSError:
-            pass
-        c.close()
-print(child, flush=True)
-os.execv(sys.argv[2], [sys.argv[2], "5"])
-`, sock, trusted)
-	out, _ := py.StdoutPipe()
-	if err := py.Start(); err != nil {
-		t.Skip("no python3:", err)
-	}
-	defer func() { py.Process.Kill(); py.Wait() }()
-	var child int
-	if _, err := fmt.Fscan(out, &child); err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Kill(child, syscall.SIGKILL) // the forked server, by its pid
-	c := &Client{SocketPath: sock, VerifyPeer: Trust{Exe: trusted}.Verify}
-	var st StatusResponse
-	for range 100 { // until the exec is done
-		if st, err = c.Status(context.Background()); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err == nil && st.PID == 666 {
-		t.Errorf("trusted the answer of pid %d, which is not %s (pid %d listened, then executed it)", child, trusted, py.Process.Pid)
 	}
 }
 
@@ -568,19 +493,7 @@ func TestReviewPeerCredentialsUnderDescriptorReuse(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	other := filepath.Join(dir, "other")
-	py := exec.Command("python3", "-c", `
-import socket, sys
-s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4096)
-print("up", flush=True)
-while True:
-    s.accept()[0].close()
-`, other)
-	out, _ := py.StdoutPipe()
-	if err := py.Start(); err != nil {
-		t.Skip("no python3:", err)
-	}
-	defer func() { py.Process.Kill(); py.Wait() }()
-	bufio.NewReader(out).ReadString('\n')
+	py := listener(t, other, "close")
 	own := rawPeer(t, func(c net.Conn) {})
 	var wg sync.WaitGroup
 	for g := range 8 {
@@ -609,4 +522,53 @@ while True:
 		})
 	}
 	wg.Wait()
+}
+
+// listener starts this test binary again as a listener on sock in another
+// process (TestListenerProcess), and returns once it listens. With
+// "answer" it answers every request with a status of pid 1, with "close"
+// it closes every connection it accepts.
+func listener(t *testing.T, sock, mode string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestListenerProcess$")
+	cmd.Env = append(os.Environ(), "TOOLGATE_TEST_LISTEN="+sock, "TOOLGATE_TEST_LISTEN_MODE="+mode)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "up\n" {
+		t.Fatalf("the listener process: %q", line)
+	}
+	return cmd
+}
+
+// TestListenerProcess is the listener of listener, in a process of its
+// own; run otherwise, it does nothing.
+func TestListenerProcess(t *testing.T) {
+	sock := os.Getenv("TOOLGATE_TEST_LISTEN")
+	if sock == "" {
+		return
+	}
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	fmt.Println("up")
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			os.Exit(1)
+		}
+		if os.Getenv("TOOLGATE_TEST_LISTEN_MODE") == "answer" {
+			if n, _ := c.Read(make([]byte, 65536)); n > 0 {
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 9\r\nConnection: close\r\n\r\n{\"pid\":1}")
+			}
+		}
+		c.Close()
+	}
 }
