@@ -30,7 +30,7 @@ under systemd (examples/systemd) or let toolgate run start it on demand: a
 daemon started that way exits after --idle-exit with no session.
 
 The daemon keeps its Go heap under a soft limit of 44 MiB (GOMEMLIMIT
-overrides it): after 100,000 calls it holds about 60 MB.
+overrides it): after 100,000 calls it holds about 50-60 MB.
 
 With --background it starts a daemon detached from the terminal when none
 answers, waits until it is ready, and returns (toolgate install's hook does
