@@ -8,10 +8,11 @@ import (
 // socket is a connection to a Unix socket whose reads and writes block
 // their thread, out of Go's network poller: a process that makes one
 // request, as the hook does at every tool call, is spared the poller's
-// set-up (an epoll instance, an eventfd, four more system calls) and the
+// set-up (an epoll instance, an eventfd, their registrations) and the
 // hand-off between threads that wakes the goroutine when the answer
 // comes, and its binary the net package (about 2% of the hook's time to
-// answer; BenchmarkHookSpawn). Close unblocks a read or write under way.
+// answer, in alternating runs of BenchmarkHookSpawn's kind). Close
+// unblocks a read or write under way.
 type socket struct{ f *os.File }
 
 // dialUnix connects to the Unix socket at path. Like net.Dial, it does

@@ -7,10 +7,10 @@ import (
 )
 
 // A batch is staged once its operations ran: the second and third stages
-// of the committer have yet to make it durable and apply it to Badger. The batches
-// built meanwhile read its changes from the overlay, newest first, above
-// a Badger transaction opened once every batch they do not see there was
-// applied.
+// of the committer have yet to make it durable and apply it to Badger.
+// The batches built meanwhile read its changes from the overlay, newest
+// first, above a Badger transaction opened once every batch they do not
+// see there was applied.
 
 // stagedBatch is a staged batch: its changes (raw values), by key, and the
 // operations to acknowledge once it is durable.
