@@ -25,15 +25,28 @@ func sessionCallKey(sessionID, toolUseID string) string {
 // tool_use_id are the same call: the SHA-256 of the tool name and the
 // compacted input.
 func InputSHA256(toolName string, input []byte) string {
+	hash, err := compactSHA256(toolName, input)
+	if err != nil {
+		return sumInput(toolName, input)
+	}
+	return hash
+}
+
+// compactSHA256 is InputSHA256 of an input that must be JSON: compacting
+// it checks it as json.Valid would.
+func compactSHA256(toolName string, input []byte) (string, error) {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, input); err != nil {
-		buf.Reset()
-		buf.Write(input)
+		return "", err
 	}
+	return sumInput(toolName, buf.Bytes()), nil
+}
+
+func sumInput(toolName string, compacted []byte) string {
 	h := sha256.New()
 	h.Write([]byte(toolName))
 	h.Write([]byte{0})
-	h.Write(buf.Bytes())
+	h.Write(compacted)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -51,10 +64,10 @@ func (l *Ledger) Record(ctx context.Context, c api.Call, v api.Verdict, writeBac
 	if c.ToolUseID == "" || c.SessionID == "" || c.ToolName == "" {
 		return api.Call{}, false, fmt.Errorf("propose: tool_use_id, session_id and tool_name are required")
 	}
-	if !json.Valid(c.Input) {
+	hash, err := compactSHA256(c.ToolName, c.Input) // the input's one pass before the committer's
+	if err != nil {
 		return api.Call{}, false, fmt.Errorf("propose: input is not valid JSON")
 	}
-	hash := InputSHA256(c.ToolName, c.Input)
 	doc, err := encodeProposal(c, hash)
 	if err != nil {
 		return api.Call{}, false, err

@@ -77,3 +77,20 @@ func checkProposal(t *testing.T, c api.Call, at time.Time) {
 		t.Errorf("proposal of %q at %v:\n got %s\nwant %s", c.Input, at, got, raw)
 	}
 }
+
+// Record refuses an input that is not JSON, whole: nothing is recorded.
+func TestRecordRefusesAnInputThatIsNotJSON(t *testing.T) {
+	l, _ := openTest(t, nil)
+	for _, input := range []string{``, `{`, `{"a":1} x`, `{"a":1}{}`, "{\"a\":\"\xff\"", `nul`} {
+		p := api.Call{ToolUseID: "toolu_bad", SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(input)}
+		if _, _, err := l.Record(ctx, p, api.Verdict{}, false); err == nil {
+			t.Errorf("input %q recorded", input)
+		}
+	}
+	if _, err := l.Call(ctx, "toolu_bad"); err == nil {
+		t.Error("a refused call is in the ledger")
+	}
+	if c := mustPropose(t, l, "toolu_ok", "{ \"a\" : [1, 2] }"); c.InputSHA256 != InputSHA256("Bash", []byte(`{"a":[1,2]}`)) {
+		t.Errorf("the hash of an input is not that of its compacted form: %s", c.InputSHA256)
+	}
+}
