@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4/skl"
@@ -187,18 +186,7 @@ func TestJournalBringsBackGroupedBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	const writers, each = 16, 50
-	var wg sync.WaitGroup
-	for range writers {
-		wg.Go(func() {
-			for range each {
-				if _, err := Write(ctx, s, increment); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	incrementConcurrently(t, s, writers, each)
 	path, gen := journalPath(dir, s.journal.gen), s.journal.gen
 	abandon(t, s)
 	records, _ := readJournal(path, gen)
@@ -210,14 +198,8 @@ func TestJournalBringsBackGroupedBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var n int
-	if err := s.Read("counter", &n); err != nil || n != writers*each {
-		t.Fatalf("counter %d (%v) after the crash, want %d", n, err, writers*each)
-	}
-	seen := 0
-	s.Scan(ctx, "n/", "n/", func(_, _ []byte) error { seen++; return nil })
-	if seen != writers*each {
-		t.Errorf("%d entries after the crash, want %d", seen, writers*each)
+	if n := counted(t, s); n != writers*each {
+		t.Errorf("counter %d after the crash, want %d", n, writers*each)
 	}
 }
 

@@ -67,11 +67,10 @@ func increment(tx *Tx) (struct{}, error) {
 	return struct{}{}, tx.Put("counter", n+1)
 }
 
-// Many writers, each reading what the last batch wrote: with the three
-// stages running at once, every write builds on the one before it.
-func TestPipelinedCounter(t *testing.T) {
-	s, _ := openTest(t)
-	const writers, each = 16, 200
+// incrementConcurrently runs increment each times on each of writers
+// goroutines at once.
+func incrementConcurrently(t *testing.T, s *Store, writers, each int) {
+	t.Helper()
 	var wg sync.WaitGroup
 	for range writers {
 		wg.Go(func() {
@@ -84,13 +83,38 @@ func TestPipelinedCounter(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// counted returns "counter", once it checked that the entries n/ are those
+// it counted, in order: no write was lost, and each built on the one
+// before it.
+func counted(t *testing.T, s *Store) int {
+	t.Helper()
 	var n int
-	if err := s.Read("counter", &n); err != nil || n != writers*each {
-		t.Fatalf("counter %d %v, want %d", n, err, writers*each)
+	if err := s.Read("counter", &n); err != nil {
+		t.Fatalf("counter: %v", err)
 	}
 	seen := 0
-	s.Scan(ctx, "n/", "n/", func(_, _ []byte) error { seen++; return nil })
-	if seen != writers*each {
-		t.Errorf("%d entries, want %d: a batch did not see the one before it", seen, writers*each)
+	s.Scan(ctx, "n/", "n/", func(k, _ []byte) error {
+		if want := fmt.Sprintf("n/%06d", seen); string(k) != want {
+			t.Fatalf("%s, want %s", k, want)
+		}
+		seen++
+		return nil
+	})
+	if seen != n {
+		t.Errorf("%d entries, counter %d: a batch did not see the one before it", seen, n)
+	}
+	return n
+}
+
+// Many writers, each reading what the last batch wrote: with the three
+// stages running at once, every write builds on the one before it.
+func TestPipelinedCounter(t *testing.T) {
+	s, _ := openTest(t)
+	const writers, each = 16, 200
+	incrementConcurrently(t, s, writers, each)
+	if n := counted(t, s); n != writers*each {
+		t.Errorf("counter %d, want %d", n, writers*each)
 	}
 }

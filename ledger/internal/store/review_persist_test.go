@@ -104,19 +104,7 @@ func TestAFailedSyncUnderWritersStopsTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var n int
-	if err := s.Read("counter", &n); err != nil || int64(n) != acked.Load() {
-		t.Fatalf("counter %d (%v) after a restart, %d acknowledged", n, err, acked.Load())
-	}
-	seen := 0
-	s.Scan(ctx, "n/", "n/", func(k, _ []byte) error {
-		if want := fmt.Sprintf("n/%06d", seen); string(k) != want {
-			t.Fatalf("%s, want %s", k, want)
-		}
-		seen++
-		return nil
-	})
-	if seen != n {
-		t.Errorf("%d entries, counter %d", seen, n)
+	if n := counted(t, s); int64(n) != acked.Load() {
+		t.Errorf("counter %d after a restart, %d acknowledged", n, acked.Load())
 	}
 }
