@@ -15,16 +15,23 @@ import (
 	"time"
 )
 
-// serve runs a net/http server (the daemon's side of the protocol) on a
-// Unix socket for the test, with the handler.
-func serve(t *testing.T, h http.HandlerFunc) *Client {
+// socketPath is a path for a Unix socket, in a directory of its own
+// removed when the test ends: short, as socket paths must be.
+func socketPath(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "tga")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "s.sock")
+	return filepath.Join(dir, "s.sock")
+}
+
+// serve runs a net/http server (the daemon's side of the protocol) on a
+// Unix socket for the test, with the handler.
+func serve(t *testing.T, h http.HandlerFunc) *Client {
+	t.Helper()
+	sock := socketPath(t)
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -272,26 +279,7 @@ func TestReadHeader(t *testing.T) {
 // it) leaves alone the connection its descriptor's number went to since;
 // and Close returns a read blocked on it.
 func TestSocketClose(t *testing.T) {
-	dir, err := os.MkdirTemp("", "tga")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "s.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go io.Copy(c, c) // an echo
-		}
-	}()
+	sock := rawPeer(t, func(c net.Conn) { io.Copy(c, c) }) // an echo
 	a, err := dialUnix(sock)
 	if err != nil {
 		t.Fatal(err)

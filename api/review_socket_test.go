@@ -22,12 +22,7 @@ import (
 // rawPeer listens on a new socket and runs serve on every connection.
 func rawPeer(t *testing.T, serve func(net.Conn)) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "tgr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "s")
+	sock := socketPath(t)
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -302,12 +297,7 @@ func TestReviewNoDescriptorLeak(t *testing.T) {
 // The credentials are those of the process listening on the socket, not
 // the client's own: a listener in another process is that process.
 func TestReviewPeerOfAnotherProcess(t *testing.T) {
-	dir, err := os.MkdirTemp("", "tgr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "s")
+	sock := socketPath(t)
 	py := listener(t, sock, "answer")
 	p, err := NewClient(sock).Peer(context.Background())
 	if err != nil || p.PID != py.Process.Pid || p.UID != os.Getuid() {
@@ -346,12 +336,7 @@ func TestReviewPeerGoneBeforeTheRequest(t *testing.T) {
 // context mid-body: every other request is answered, each by a verified
 // peer, and no descriptor is left behind.
 func TestReviewKeepAliveUnderLoad(t *testing.T) {
-	dir, err := os.MkdirTemp("", "tgr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "s")
+	sock := socketPath(t)
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -487,12 +472,7 @@ func TestReviewNetHTTPResponses(t *testing.T) {
 // number goes to the next socket at once): each connection's credentials
 // are its own listener's, never those of the socket its number went to.
 func TestReviewPeerCredentialsUnderDescriptorReuse(t *testing.T) {
-	dir, err := os.MkdirTemp("", "tgr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	other := filepath.Join(dir, "other")
+	other := socketPath(t)
 	py := listener(t, other, "close")
 	own := rawPeer(t, func(c net.Conn) {})
 	var wg sync.WaitGroup
