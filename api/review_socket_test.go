@@ -282,16 +282,21 @@ func TestReviewNoDescriptorLeak(t *testing.T) {
 		do()
 	}
 	kept.CloseIdle()
+	noMoreFDs(t, before)
+}
+
+// noMoreFDs fails unless the process comes back to at most before open
+// descriptors, the servers closing their ends as they notice.
+func noMoreFDs(t *testing.T, before int) {
+	t.Helper()
 	var after int
-	for range 50 { // the server closes its ends as it notices
+	for range 50 {
 		if after = openFDs(t); after <= before {
-			break
+			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // polling a count nothing signals
 	}
-	if after > before {
-		t.Errorf("%d descriptors before, %d after 100 rounds", before, after)
-	}
+	t.Errorf("%d descriptors before, %d after", before, after)
 }
 
 // The credentials are those of the process listening on the socket, not
@@ -388,16 +393,7 @@ func TestReviewKeepAliveUnderLoad(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d peers verified", n)
 	}
-	var after int
-	for range 50 {
-		if after = openFDs(t); after <= before {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if after > before {
-		t.Errorf("%d descriptors before, %d after", before, after)
-	}
+	noMoreFDs(t, before)
 }
 
 // What net/http's server sends, read by both kinds of client: many small

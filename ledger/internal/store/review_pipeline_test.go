@@ -89,20 +89,8 @@ func TestPipelineCheckpointsUnderWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var c int
-	if err := s.Read("counter", &c); err != nil || c != writers*each {
-		t.Fatalf("counter %d (%v), want %d", c, err, writers*each)
-	}
-	seen := 0
-	s.Scan(ctx, "n/", "n/", func(k, v []byte) error {
-		if want := fmt.Sprintf("n/%06d", seen); string(k) != want {
-			t.Fatalf("key %s, want %s", k, want)
-		}
-		seen++
-		return nil
-	})
-	if seen != writers*each {
-		t.Errorf("%d entries, want %d", seen, writers*each)
+	if c := counted(t, s); c != writers*each {
+		t.Errorf("counter %d, want %d", c, writers*each)
 	}
 }
 
