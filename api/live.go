@@ -76,7 +76,7 @@ func DecodeDaemonRecord(data []byte) (DaemonRecord, error) {
 
 func (p Paths) readDaemonRecord(decode func([]byte) (DaemonRecord, error)) (DaemonRecord, error) {
 	var rec DaemonRecord
-	f, err := os.OpenFile(p.DaemonRecordFile(), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := openRegular(p.DaemonRecordFile(), os.O_RDONLY)
 	if err != nil {
 		return rec, err
 	}

@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // liveWorld is a ledger whose daemon record names a runtime directory
@@ -102,6 +105,30 @@ func TestLiveRefusesWhatOthersControl(t *testing.T) {
 				t.Errorf("Live() followed the record to %s", got)
 			}
 		})
+	}
+}
+
+// A FIFO where the record belongs is refused at once: opening it would
+// wait for a writer, and a hook with it until Claude Code kills the hook,
+// which lets the call run.
+func TestLiveRefusesAFIFORecord(t *testing.T) {
+	w := newLiveWorld(t)
+	os.Remove(w.client.DaemonRecordFile())
+	if err := syscall.Mkfifo(w.client.DaemonRecordFile(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() { got <- w.client.Live().RuntimeDir }()
+	select {
+	case dir := <-got:
+		if dir != w.client.RuntimeDir {
+			t.Errorf("Live() followed a FIFO to %s", dir)
+		}
+	case <-time.After(10 * time.Second): // a bound on a hang, not a wait for an event
+		t.Fatal("Live() still waits on the FIFO after 10s")
+	}
+	if _, err := w.client.ReadDaemonRecord(); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("ReadDaemonRecord: %v, want a refusal of what is not a regular file", err)
 	}
 }
 

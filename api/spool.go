@@ -36,9 +36,9 @@ func AppendSpool(path string, l SpoolLine) error {
 	if err != nil {
 		return err
 	}
-	f, err := openSpool(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
+	f, err := openRegular(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
 	if errors.Is(err, fs.ErrNotExist) && os.MkdirAll(filepath.Dir(path), 0o700) == nil {
-		f, err = openSpool(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE) // no daemon ever ran here
+		f, err = openRegular(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE) // no daemon ever ran here
 	}
 	if err != nil {
 		return err
@@ -50,19 +50,20 @@ func AppendSpool(path string, l SpoolLine) error {
 	return err
 }
 
-// openSpool opens a spool file, which must be a regular file: the spool
-// directory is the user's, so the model's code can put a FIFO there (whose
-// open would block the hook endpoint until Claude Code's timeout lets the
-// call through, and toolgate run and the daemon for ever) or a symbolic
-// link to another file. It never blocks and never follows a link.
-func openSpool(path string, flag int) (*os.File, error) {
+// openRegular opens a file of toolgate's (a spool file, the daemon
+// record), which must be a regular file: its directory is the user's, so
+// any process of theirs can put a FIFO there (whose open would block the
+// hook until Claude Code's timeout lets the call through, and toolgate run
+// and the daemon for ever) or a symbolic link to another file. It never
+// blocks and never follows a link.
+func openRegular(path string, flag int) (*os.File, error) {
 	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("spool file %s is not a regular file", path)
+		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
 	return f, nil
 }
@@ -70,7 +71,7 @@ func openSpool(path string, flag int) (*os.File, error) {
 // ReadSpool reads a spool file; a line that is not a SpoolLine with a
 // tool_use_id is skipped. A missing file is no lines.
 func ReadSpool(path string) ([]SpoolLine, error) {
-	f, err := openSpool(path, os.O_RDONLY)
+	f, err := openRegular(path, os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -338,5 +339,41 @@ echo '{}' > `+ledger+`/forged && echo wrote || echo "no write"
 	}
 	if back, _ := os.ReadFile(settings); string(back) != mine {
 		t.Errorf("uninstall did not restore the file:\n%s", back)
+	}
+}
+
+// A FIFO where the daemon's record is (not the model's doing: Claude
+// Code's sandbox keeps its Bash from the state directory, and the guard
+// its other tools). Every installed hook reads the record to find the
+// daemon, and opening a FIFO waits for a writer: the hook would wait until
+// Claude Code kills it at its timeout, which the CLI takes for no verdict,
+// and a call it allows by itself (a Read in the project) would run past
+// the policy's deny. The hook refuses anything but a regular file there,
+// finds the daemon where it would without a record, and the deny stands.
+func TestInstalledHookRecordThatIsAFIFO(t *testing.T) {
+	w := newWorld(t)
+	w.writeFile(".env", "SECRET=1")
+	w.installProject()
+	w.startDaemon(toolgateBin)
+	record := w.paths().DaemonRecordFile()
+	if err := os.Remove(record); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(record, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(record) }) // before the daemon stops: it reads the record as it does
+	start := time.Now()
+	res, _, model := w.claudeP([]modelscript.Step{
+		step(modelscript.ToolUse{ID: "toolu_fifo_env", Name: "Read", Input: map[string]string{"file_path": filepath.Join(w.project, ".env")}}),
+	}, nil, interactiveStyle()...)
+	t.Logf("claude -p took %v", time.Since(start).Round(time.Millisecond))
+	if seen := model.ToolResults()["toolu_fifo_env"]; !seen.IsError || strings.Contains(seen.Text, "SECRET") {
+		t.Errorf("the model saw %+v, want the policy's deny", seen)
+	}
+	os.Remove(record) // toolgate audit reads it too
+	calls := w.audit(res.SessionID)
+	if len(calls) != 1 || calls[0].Effect != "deny" || calls[0].ReasonCode != "secret_file" || calls[0].Executed {
+		t.Errorf("audit: %+v, want the Read denied secret_file, not run", calls)
 	}
 }
