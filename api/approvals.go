@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"strconv"
 	"time"
 )
@@ -85,25 +84,25 @@ func (c *Client) Pending(ctx context.Context) ([]ApprovalDetail, error) {
 // Approval returns one approval with its decision and write-back.
 func (c *Client) Approval(ctx context.Context, id string) (ApprovalDetail, error) {
 	var d ApprovalDetail
-	return d, c.do(ctx, "GET", "/v1/approvals/"+url.PathEscape(id), nil, &d)
+	return d, c.do(ctx, "GET", "/v1/approvals/"+escape(id), nil, &d)
 }
 
 // Decide approves or denies a pending approval.
 func (c *Client) Decide(ctx context.Context, id string, r DecideRequest) (ApprovalDetail, error) {
 	var d ApprovalDetail
-	return d, c.do(ctx, "POST", "/v1/approvals/"+url.PathEscape(id)+"/decide", r, &d)
+	return d, c.do(ctx, "POST", "/v1/approvals/"+escape(id)+"/decide", r, &d)
 }
 
 // Wait waits on gate.sock until a person decides the approval or it
 // expires, and returns the verdict for the call.
 func (c *Client) Wait(ctx context.Context, id string) (Verdict, error) {
 	var v Verdict
-	return v, c.do(ctx, "POST", "/v1/approvals/"+url.PathEscape(id)+"/wait", struct{}{}, &v)
+	return v, c.do(ctx, "POST", "/v1/approvals/"+escape(id)+"/wait", struct{}{}, &v)
 }
 
 // SetClaudePID tells the daemon which process is the session's claude.
 func (c *Client) SetClaudePID(ctx context.Context, session string, pid int) error {
-	return c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(session)+"/claude", ClaudePIDRequest{PID: pid}, nil)
+	return c.do(ctx, "POST", "/v1/sessions/"+escape(session)+"/claude", ClaudePIDRequest{PID: pid}, nil)
 }
 
 // Watcher reads the events of GET /v1/watch.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -150,20 +149,20 @@ func (c *Client) Register(ctx context.Context, r RegisterRequest) (Session, erro
 // Session returns a session.
 func (c *Client) Session(ctx context.Context, id string) (Session, error) {
 	var s Session
-	return s, c.do(ctx, "GET", "/v1/sessions/"+url.PathEscape(id), nil, &s)
+	return s, c.do(ctx, "GET", "/v1/sessions/"+escape(id), nil, &s)
 }
 
 // EndSession marks a session ended.
 func (c *Client) EndSession(ctx context.Context, id string) (EndedSession, error) {
 	var s EndedSession
-	return s, c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/end", nil, &s)
+	return s, c.do(ctx, "POST", "/v1/sessions/"+escape(id)+"/end", nil, &s)
 }
 
 // Resume takes up a deferred session again, once: the caller becomes its
 // owner.
 func (c *Client) Resume(ctx context.Context, id string, r ResumeRequest) (Session, error) {
 	var s Session
-	return s, c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(id)+"/resume", r, &s)
+	return s, c.do(ctx, "POST", "/v1/sessions/"+escape(id)+"/resume", r, &s)
 }
 
 // Deferred lists the sessions that deferred a call for a person.
@@ -175,7 +174,7 @@ func (c *Client) Deferred(ctx context.Context) ([]DeferredSession, error) {
 // SessionCalls lists the calls of one session.
 func (c *Client) SessionCalls(ctx context.Context, id string) ([]Call, error) {
 	var r CallsResponse
-	return r.Calls, c.do(ctx, "GET", "/v1/sessions/"+url.PathEscape(id)+"/calls", nil, &r)
+	return r.Calls, c.do(ctx, "GET", "/v1/sessions/"+escape(id)+"/calls", nil, &r)
 }
 
 // Calls lists calls, of one session when sessionID is set.
@@ -183,7 +182,7 @@ func (c *Client) Calls(ctx context.Context, sessionID string) ([]Call, error) {
 	var r CallsResponse
 	path := "/v1/calls"
 	if sessionID != "" {
-		path += "?session=" + url.QueryEscape(sessionID)
+		path += "?session=" + escape(sessionID)
 	}
 	return r.Calls, c.do(ctx, "GET", path, nil, &r)
 }
@@ -191,7 +190,7 @@ func (c *Client) Calls(ctx context.Context, sessionID string) ([]Call, error) {
 // Outcomes reports what became of calls of a session (its owner only).
 func (c *Client) Outcomes(ctx context.Context, sessionID string, o []Outcome) (OutcomesResponse, error) {
 	var r OutcomesResponse
-	return r, c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(sessionID)+"/outcomes", OutcomesRequest{Outcomes: o}, &r)
+	return r, c.do(ctx, "POST", "/v1/sessions/"+escape(sessionID)+"/outcomes", OutcomesRequest{Outcomes: o}, &r)
 }
 
 // Hook forwards one hook event.

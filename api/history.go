@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
+	"strings"
 	"time"
 )
 
@@ -63,16 +63,16 @@ func InWindow(t, since, until time.Time) bool {
 // bound is none) and calls fn with each item as it arrives; an error from
 // fn ends the stream and is returned.
 func (c *Client) History(ctx context.Context, since, until time.Time, fn func(HistoryItem) error) error {
-	q := url.Values{}
+	var q []string
 	if !since.IsZero() {
-		q.Set("since", since.UTC().Format(time.RFC3339Nano))
+		q = append(q, "since="+escape(since.UTC().Format(time.RFC3339Nano)))
 	}
 	if !until.IsZero() {
-		q.Set("until", until.UTC().Format(time.RFC3339Nano))
+		q = append(q, "until="+escape(until.UTC().Format(time.RFC3339Nano)))
 	}
 	path := "/v1/history"
 	if len(q) > 0 {
-		path += "?" + q.Encode()
+		path += "?" + strings.Join(q, "&")
 	}
 	resp, err := c.roundTrip(ctx, "GET", path, nil)
 	if err != nil {

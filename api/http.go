@@ -20,6 +20,24 @@ import (
 // Content-Length, and responses with a Content-Length, chunked, or ending
 // with the connection. It does without the net package too (socket.go).
 
+// escape percent-encodes s as a path segment or a query value: every byte
+// but RFC 3986's unreserved ones. (url.PathEscape would do for a path, but
+// net/url brings net/netip, and its initialisation, into the hook binary:
+// about 30 µs of every tool call's, in alternating runs.)
+func escape(s string) string {
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '.', c == '_', c == '~':
+			b = append(b, c)
+		default:
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return string(b)
+}
+
 // response is an HTTP response whose body is read from the connection.
 type response struct {
 	status int

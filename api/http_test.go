@@ -84,6 +84,47 @@ func TestClientOverNetHTTP(t *testing.T) {
 	}
 }
 
+// What a client puts in a request's path and query reaches net/http's
+// handlers as it was: ids of any bytes, and history's times.
+func TestEscapedAsTheServerReadsThem(t *testing.T) {
+	got := make(chan string, 1)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
+		got <- r.PathValue("id")
+		json.NewEncoder(w).Encode(Session{})
+	})
+	mux.HandleFunc("GET /v1/calls", func(w http.ResponseWriter, r *http.Request) {
+		got <- r.URL.Query().Get("session")
+		json.NewEncoder(w).Encode(CallsResponse{})
+	})
+	mux.HandleFunc("GET /v1/history", func(w http.ResponseWriter, r *http.Request) {
+		got <- r.URL.Query().Get("since") + " " + r.URL.Query().Get("until")
+	})
+	c := serve(t, mux.ServeHTTP)
+	ctx := context.Background()
+	for _, id := range []string{"ses_01JB9Z", "a/b", "a b", "50%", "q?x=1&y#z", "ü+é", "a..b", "\x00\r\n", "~-._"} {
+		if _, err := c.Session(ctx, id); err != nil {
+			t.Fatalf("session %q: %v", id, err)
+		}
+		if seen := <-got; seen != id {
+			t.Errorf("the path named %q, the server read %q", id, seen)
+		}
+		if _, err := c.Calls(ctx, id); err != nil {
+			t.Fatalf("calls %q: %v", id, err)
+		}
+		if seen := <-got; seen != id {
+			t.Errorf("the query named %q, the server read %q", id, seen)
+		}
+	}
+	since, until := time.Date(2026, 12, 1, 23, 0, 0, 5, time.FixedZone("x", 3600)), time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
+	if err := c.History(ctx, since, until, func(HistoryItem) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if seen, want := <-got, since.UTC().Format(time.RFC3339Nano)+" "+until.Format(time.RFC3339Nano); seen != want {
+		t.Errorf("history's window reached the server as %q, want %q", seen, want)
+	}
+}
+
 // A stream (GET /v1/watch) is read event by event as the server flushes
 // them, and a request's context ends a wait the server holds.
 func TestClientStreamsAndCancels(t *testing.T) {

@@ -2,6 +2,7 @@ package claudecode
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -12,7 +13,7 @@ type ArgsError struct{ Msg string }
 func (e *ArgsError) Error() string { return e.Msg }
 
 // bypassModes are permission modes in which the prompt tool is never asked.
-var bypassModes = map[string]bool{"bypassPermissions": true, "dontAsk": true}
+var bypassModes = []string{"bypassPermissions", "dontAsk"}
 
 // CheckArgs refuses arguments that would take calls around the gate.
 func CheckArgs(args []string) error {
@@ -32,7 +33,7 @@ func CheckArgs(args []string) error {
 		case "--dangerously-skip-permissions", "--allow-dangerously-skip-permissions":
 			return &ArgsError{fmt.Sprintf("%s would let calls run without the gate; remove it", name)}
 		case "--permission-mode":
-			if bypassModes[value] {
+			if slices.Contains(bypassModes, value) {
 				return &ArgsError{fmt.Sprintf("--permission-mode %s never asks the prompt tool, so asks could not reach the gate; use default or acceptEdits", value)}
 			}
 		case "--permission-prompts":

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -19,8 +20,7 @@ type MCPServer struct {
 }
 
 // skippedServers are names Claude Code ignores (CONTRACT.md §7).
-var skippedServers = map[string]bool{"workspace": true, "claude_ai": true, "claude-in-chrome": true,
-	"computer-use": true, "hearthbot": true, "__proto__": true}
+var skippedServers = []string{"workspace", "claude_ai", "claude-in-chrome", "computer-use", "hearthbot", "__proto__"}
 
 // MCPServers reads the servers a claude session will start: every
 // --mcp-config value in args (inline JSON or a file, relative to cwd) and,
@@ -57,7 +57,7 @@ func MCPServers(args []string, cwd string) (map[string]MCPServer, []error) {
 			continue
 		}
 		for name, s := range doc.MCPServers {
-			if !skippedServers[name] {
+			if !slices.Contains(skippedServers, name) {
 				servers[name] = s
 			}
 		}

@@ -1,33 +1,29 @@
 package claudecode
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // The options of claude (2.1.332, from its --help) by what follows them on
 // a command line: one value, one or more values up to the next option, or
 // an optional value. The rest take none. Commander, which parses claude's
-// command line, reads them this way.
+// command line, reads them this way. (Lists, not maps: a map is made as
+// the package is initialised, in every hook's start too.)
 var (
-	valueOptions = set("--add-dir", "--agent", "--agents", "--append-system-prompt", "--autocompact",
+	valueOptions = []string{"--add-dir", "--agent", "--agents", "--append-system-prompt", "--autocompact",
 		"--debug-file", "--effort", "--environment", "--fallback-model", "--input-format", "--json-schema",
 		"--max-budget-usd", "--model", "-n", "--name", "--output-format", "--permission-mode", "--permission-prompts",
 		"--permission-prompt-tool", "--plugin-dir", "--plugin-url", "--remote-control-session-name-prefix",
 		"--session-id", "--setting-sources", "--settings", "--system-prompt", "--system-prompt-snapshot",
-		"--max-turns", "--append-system-prompt-file", "--system-prompt-file")
-	variadicOptions = set("--add-dir", "--allowedTools", "--allowed-tools", "--betas", "--disallowedTools",
-		"--disallowed-tools", "--file", "--mcp-config", "--tools")
-	optionalValueOptions = set("--cloud", "-d", "--debug", "--from-pr", "--prompt-suggestions", "--remote-control",
-		"-r", "--resume", "--teleport", "-w", "--worktree")
+		"--max-turns", "--append-system-prompt-file", "--system-prompt-file"}
+	variadicOptions = []string{"--add-dir", "--allowedTools", "--allowed-tools", "--betas", "--disallowedTools",
+		"--disallowed-tools", "--file", "--mcp-config", "--tools"}
+	optionalValueOptions = []string{"--cloud", "-d", "--debug", "--from-pr", "--prompt-suggestions", "--remote-control",
+		"-r", "--resume", "--teleport", "-w", "--worktree"}
 	// sessionOptions choose the conversation: a resume names its own.
-	sessionOptions = set("-r", "--resume", "-c", "--continue", "--session-id", "--fork-session", "--from-pr")
+	sessionOptions = []string{"-r", "--resume", "-c", "--continue", "--session-id", "--fork-session", "--from-pr"}
 )
-
-func set(names ...string) map[string]bool {
-	m := map[string]bool{}
-	for _, n := range names {
-		m[n] = true
-	}
-	return m
-}
 
 // ResumeArgs are the arguments that take Claude Code's session up again
 // where a deferred call ended it: the user's own arguments without the
@@ -48,16 +44,16 @@ func ResumeArgs(args []string, session string) []string {
 		n := 0 // the values that follow
 		switch {
 		case inline:
-		case variadicOptions[name]:
+		case slices.Contains(variadicOptions, name):
 			for n < len(args)-i-1 && !strings.HasPrefix(args[i+1+n], "-") {
 				n++
 			}
-		case valueOptions[name]:
+		case slices.Contains(valueOptions, name):
 			n = min(1, len(args)-i-1)
-		case optionalValueOptions[name] && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-"):
+		case slices.Contains(optionalValueOptions, name) && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-"):
 			n = 1
 		}
-		if !sessionOptions[name] {
+		if !slices.Contains(sessionOptions, name) {
 			out = append(out, args[i:i+1+n]...)
 		}
 		i += n
