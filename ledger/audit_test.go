@@ -258,3 +258,16 @@ func TestVerifyFirstEventsDeleted(t *testing.T) {
 		t.Errorf("got %v, want event 1 missing", ce)
 	}
 }
+
+// appendString writes what json.Marshal does, on its fast path and off it.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "call_proposed", "toolu_01ABC", "3f9a", "a\"b", `a\b`, "<&>", "\x00\x1f\x7f", "é", "\u2028", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := appendString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Errorf("appendString(%q) = %s, want x%s", s, got, want)
+		}
+	})
+}

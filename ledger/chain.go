@@ -113,10 +113,19 @@ func (e *Event) encode() []byte {
 	return append(b, '}')
 }
 
-// appendString appends s as a JSON string, as json.Marshal writes it.
+// appendString appends s as a JSON string, as json.Marshal writes it: as
+// it is between quotes when it holds nothing json.Marshal escapes (kinds,
+// ids and hashes never do), through json.Marshal otherwise.
 func appendString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s)
-	return append(b, q...)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // ChainCheck checks the events of a chain one by one, in order, from the

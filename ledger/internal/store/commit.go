@@ -451,23 +451,54 @@ func (s *Store) setBroken(err error) {
 	}
 }
 
-// checkSpace refuses to write when the filesystem is nearly full.
-func (s *Store) checkSpace() error { return s.checkRoom(0) }
+// checkSpace refuses to write when the filesystem is nearly full. A look
+// (statfs) that found spaceMargin more than MinFree vouches for the
+// spaceCheck after it: the store writes a few KB a call, far less than
+// that in the time, and the look had been a system call every batch.
+func (s *Store) checkSpace() error {
+	if time.Now().Before(s.roomUntil) {
+		return nil
+	}
+	room, ok := s.room()
+	switch {
+	case !ok:
+	case room < 0:
+		return s.diskFull(room, 0)
+	case room >= spaceMargin:
+		s.roomUntil = time.Now().Add(spaceCheck)
+	}
+	return nil
+}
+
+const (
+	spaceMargin = 256 << 20
+	spaceCheck  = 50 * time.Millisecond
+)
 
 // checkRoom refuses to write n bytes when fewer than n would be left
 // above MinFree.
 func (s *Store) checkRoom(n int64) error {
+	if room, ok := s.room(); ok && room < n {
+		return s.diskFull(room, n)
+	}
+	return nil
+}
+
+// room is the space the filesystem has above MinFree; ok is false when
+// it cannot tell (let the write say), or MinFree is -1.
+func (s *Store) room() (room int64, ok bool) {
 	if s.minFree < 0 {
-		return nil
+		return 0, false
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(s.dir, &st); err != nil {
-		return nil // cannot tell: let the write say
+		return 0, false
 	}
-	if free := int64(st.Bavail) * int64(st.Bsize); free < s.minFree+n {
-		return fmt.Errorf("%w (%d KB left, %d KB kept free)", ErrDiskFull, free>>10, (s.minFree+n)>>10)
-	}
-	return nil
+	return int64(st.Bavail)*int64(st.Bsize) - s.minFree, true
+}
+
+func (s *Store) diskFull(room, n int64) error {
+	return fmt.Errorf("%w (%d KB left, %d KB kept free)", ErrDiskFull, (room+s.minFree)>>10, (s.minFree+n)>>10)
 }
 
 // Tx is the view an operation has of its batch's transaction: it reads

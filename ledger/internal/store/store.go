@@ -76,12 +76,13 @@ const stagedBatches = 16
 
 // Store is an open store. Its methods are safe for concurrent use.
 type Store struct {
-	cur      atomic.Pointer[handle] // the open Badger, replaced by Compact
-	opts     Options
-	dir      string
-	minFree  int64
-	now      func() time.Time
-	maxBatch int
+	cur       atomic.Pointer[handle] // the open Badger, replaced by Compact
+	opts      Options
+	dir       string
+	minFree   int64
+	roomUntil time.Time // until when the last look at the filesystem vouches for its space (checkSpace)
+	now       func() time.Time
+	maxBatch  int
 
 	mu      sync.RWMutex // guards closed against submissions
 	closed  bool
