@@ -734,3 +734,33 @@ func TestAttackChangeDirectoryThenRead(t *testing.T) {
 		t.Error("the model read the secret")
 	}
 }
+
+// The model makes one of Claude Code's settings files a FIFO, from a
+// script (the guard does not look into one; Landlock keeps no file from
+// the model). toolgate run checks the settings layers before it answers
+// each http hook: reading a FIFO waits for a writer, past the CLI's
+// timeout for the hook, which the CLI takes for no verdict, and a call it
+// allows by itself (a Read in the project) would run past the policy's
+// deny. A layer that is not a regular file is refused as a changed one,
+// and whatever keeps the endpoint from its verdict, it answers deny by
+// its deadline. (With command hooks run's poll of the layers finds it,
+// and stops the session.)
+func TestAttackSettingsLayerMadeAFIFO(t *testing.T) {
+	forTransports(t, func(t *testing.T, transport string) {
+		w := newWorld(t)
+		w.writeFile("secret.txt", "the secret")
+		w.writeFile("tidy.sh", "mkdir -p .claude && mkfifo .claude/settings.local.json && echo made\n")
+		policy := `{"version": 1, "default": "allow", "rules": [
+		  {"id": "deny-secret", "effect": "deny", "tool": "Read", "input": {"file_path": {"const": "secret.txt"}}, "reason_code": "secret_file"}]}`
+		r := w.run(runArgs{transport: transport, policy: policy, script: []modelscript.Step{
+			step(bash("toolu_fifo", "sh tidy.sh")),
+			step(w.readFile("toolu_read", "secret.txt")),
+		}})
+		if fi, err := os.Lstat(filepath.Join(w.project, ".claude", "settings.local.json")); err != nil || fi.Mode().Type() != os.ModeNamedPipe {
+			t.Fatalf("the script did not make the FIFO (%v): the test is too weak", err)
+		}
+		if res, ok := r.model.ToolResults()["toolu_read"]; ok && (strings.Contains(res.Text, "the secret") || !res.IsError) {
+			t.Errorf("a call the policy denies ran once a settings layer was a FIFO: the model saw %+v", res)
+		}
+	})
+}

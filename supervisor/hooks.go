@@ -94,11 +94,11 @@ func noProxyLoopback(env []string) ([]string, string) {
 	return append(env, "NO_PROXY="+list, "no_proxy="+list), list
 }
 
-// HookDeadline is how long run's http hook endpoint waits for the daemon's
-// verdict before it answers deny gate_unavailable itself: well before the
-// timeout Claude Code gives the hook (claudecode.HookTimeout), after which
-// the CLI would treat the call as having no verdict and let an auto-allowed
-// call run.
+// HookDeadline is how long run's http hook endpoint works on a verdict
+// (the settings check, the daemon's answer) before it answers deny
+// gate_unavailable itself: well before the timeout Claude Code gives the
+// hook (claudecode.HookTimeout), after which the CLI would treat the call
+// as having no verdict and let an auto-allowed call run.
 const HookDeadline = 10 * time.Second
 
 // hookServer is toolgate run's http hook endpoint. Claude Code lets a call
@@ -106,8 +106,8 @@ const HookDeadline = 10 * time.Second
 // a body it cannot read, no answer before the hook's timeout: CONTRACT.md),
 // so the endpoint answers every request with 200 and a JSON verdict, and
 // nothing else: the daemon's verdict, or a deny gate_unavailable when the
-// daemon cannot be reached, is not the one run trusts, or has not answered
-// by the deadline, and when the request is not Claude Code's (no token),
+// daemon cannot be reached or is not the one run trusts, when anything
+// keeps the verdict past the deadline, and when the request is not Claude Code's (no token),
 // is not a PreToolUse event, or cannot be read. A request can only propose
 // a call: the verdict is the daemon's, and it answers Claude Code's own
 // request alone.
@@ -148,7 +148,48 @@ func (h *hookServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		h.localDeny(raw, err)
 		return
 	}
-	v, deferred = h.decide(req.Context(), raw)
+	v, deferred = h.decideBy(req.Context(), raw)
+}
+
+// decideBy is decide's verdict, or a deny gate_unavailable once the
+// deadline has passed, whatever holds decide up (the daemon, a file that
+// never reads): Claude Code must have an answer before its own timeout.
+// What run answered to a call it asked the daemon about, or gave up on,
+// is kept for the report: it checks the daemon's record against it, and
+// holds it when the record cannot be had.
+func (h *hookServer) decideBy(ctx context.Context, raw []byte) (api.Verdict, bool) {
+	ctx, cancel := context.WithTimeout(ctx, h.deadline)
+	defer cancel()
+	done := make(chan decision, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				h.r.log.Error("http hook: internal error", "panic", p)
+				done <- decision{v: h.localDeny(raw, fmt.Errorf("internal error: %v", p))}
+			}
+		}()
+		done <- h.decide(ctx, raw)
+	}()
+	var d decision
+	select {
+	case d = <-done:
+	case <-ctx.Done():
+		d = decision{v: h.localDeny(raw, fmt.Errorf("no verdict within %s", h.deadline)), asked: true}
+	}
+	if d.asked {
+		ev := gjson.ParseBytes(raw)
+		h.r.saw(api.PromptRequest{ToolUseID: ev.Get("tool_use_id").Str, ToolName: ev.Get("tool_name").Str,
+			Input: json.RawMessage(ev.Get("tool_input").Raw)}, d.v)
+	}
+	return d.v, d.deferred
+}
+
+// decision is a verdict of the endpoint's: deferred says the daemon
+// defers the call (--on-ask defer), asked that the daemon was asked.
+type decision struct {
+	v        api.Verdict
+	deferred bool
+	asked    bool
 }
 
 // readHookBody reads the event, up to the hook's bound, and drains the
@@ -172,28 +213,23 @@ func readHookBody(req *http.Request) ([]byte, error) {
 const maxEvent = 8 << 20
 
 // decide asks the daemon for the verdict on one PreToolUse event, within
-// the deadline, restarting a daemon that is gone once; deferred says the
-// daemon defers the call (--on-ask defer).
-func (h *hookServer) decide(ctx context.Context, raw []byte) (v api.Verdict, deferred bool) {
+// the deadline, restarting a daemon that is gone once.
+func (h *hookServer) decide(ctx context.Context, raw []byte) decision {
 	ev := gjson.ParseBytes(raw)
 	if name := ev.Get("hook_event_name").Str; name != api.PreToolUse {
-		return h.localDeny(raw, fmt.Errorf("unexpected hook event %q", name)), false
+		return decision{v: h.localDeny(raw, fmt.Errorf("unexpected hook event %q", name))}
 	}
 	if err := h.r.settingsChanged(); err != nil {
 		// Another hook may be answering allow with another input beside
 		// this one: deny beats it, and the session stops.
 		h.r.stopSession(err)
-		return h.localDeny(raw, err), false
+		return decision{v: h.localDeny(raw, err)}
 	}
 	if p := ev.Get("transcript_path").Str; p != "" && h.transcript != nil {
 		h.transcript(p)
 	}
-	v, deferred = h.ask(ctx, raw)
-	// What run answered, for the report: it checks the daemon's record
-	// against it, and holds it when the record cannot be had.
-	h.r.saw(api.PromptRequest{ToolUseID: ev.Get("tool_use_id").Str, ToolName: ev.Get("tool_name").Str,
-		Input: json.RawMessage(ev.Get("tool_input").Raw)}, v)
-	return v, deferred
+	v, deferred := h.ask(ctx, raw)
+	return decision{v, deferred, true}
 }
 
 // ask is the daemon's verdict, or a local deny.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -115,8 +116,22 @@ func TestHookEndpointAlwaysAnswers(t *testing.T) {
 			}},
 		{name: "the gate is lost", daemon: allow, token: "tok", body: preEvent, decision: "deny", spooled: true,
 			setup: func(_ *testing.T, r *runner, _ *hookServer) { r.gate.lost = os.ErrClosed }},
-		{name: "a panic", daemon: allow, token: "tok", body: preEvent, decision: "deny",
+		{name: "a panic", daemon: allow, token: "tok", body: preEvent, decision: "deny", spooled: true,
 			setup: func(_ *testing.T, r *runner, _ *hookServer) { r.gate = nil }},
+		{name: "a settings layer that is a FIFO", daemon: allow, token: "tok", body: preEvent, decision: "deny", spooled: true,
+			setup: func(t *testing.T, r *runner, _ *hookServer) {
+				r.cfg.Cwd = t.TempDir()
+				if err := os.Mkdir(filepath.Join(r.cfg.Cwd, ".claude"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := syscall.Mkfifo(filepath.Join(r.cfg.Cwd, ".claude", "settings.local.json"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "the verdict held up before the daemon is asked", daemon: allow, token: "tok", body: preEvent, decision: "deny", spooled: true,
+			setup: func(_ *testing.T, _ *runner, h *hookServer) {
+				h.deadline, h.transcript = 100*time.Millisecond, func(string) { <-release }
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

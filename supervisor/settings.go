@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -47,6 +49,32 @@ func settingsLayers(claudeDir, cwd string) []string {
 	return append(files, filepath.Join(cwd, ".claude", "settings.json"), filepath.Join(cwd, ".claude", "settings.local.json"))
 }
 
+// readLayer reads a settings file as Claude Code finds it (through
+// links), and refuses what is not a regular file before a read: the
+// model's code can make a layer a FIFO, whose open and read would wait for
+// a writer, and the http hook endpoint with them, past Claude Code's
+// timeout for the hook, after which the call runs.
+func readLayer(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	case st.Size() > maxLayer:
+		return nil, fmt.Errorf("%s is larger than %d MB", path, maxLayer>>20)
+	}
+	return io.ReadAll(io.LimitReader(f, maxLayer))
+}
+
+// maxLayer bounds a settings file run reads: Claude Code's are a few KB.
+const maxLayer = 16 << 20
+
 // checkSettings refuses settings that would take calls around the gate:
 // any layer's disableAllHooks, and, unless otherHooks, another PreToolUse
 // or PermissionRequest hook. settingsArgs are the values of the user's own
@@ -64,7 +92,7 @@ func checkLayers(files, settingsArgs []string, otherHooks, disable bool, hook, p
 	type layer struct{ name, doc string }
 	var layers []layer
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := readLayer(f)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -74,7 +102,7 @@ func checkLayers(files, settingsArgs []string, otherHooks, disable bool, hook, p
 		layers = append(layers, layer{f, string(data)})
 	}
 	for _, v := range settingsArgs {
-		if data, err := os.ReadFile(v); err == nil {
+		if data, err := readLayer(v); err == nil {
 			layers = append(layers, layer{"--settings " + v, string(data)})
 		} else if gjson.Valid(v) {
 			layers = append(layers, layer{"--settings JSON", v})
