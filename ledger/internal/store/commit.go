@@ -455,6 +455,7 @@ func (s *Store) setBroken(err error) {
 // (statfs) that found spaceMargin more than MinFree vouches for the
 // spaceCheck after it: the store writes a few KB a call, far less than
 // that in the time, and the look had been a system call every batch.
+// Only the committer calls it, holding leading: roomUntil is its own.
 func (s *Store) checkSpace() error {
 	if time.Now().Before(s.roomUntil) {
 		return nil

@@ -80,7 +80,7 @@ type Store struct {
 	opts      Options
 	dir       string
 	minFree   int64
-	roomUntil time.Time // until when the last look at the filesystem vouches for its space (checkSpace)
+	roomUntil time.Time // until when the last look at the filesystem vouches for its space (checkSpace; under leading)
 	now       func() time.Time
 	maxBatch  int
 
