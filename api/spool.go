@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 )
 
@@ -48,24 +46,6 @@ func AppendSpool(path string, l SpoolLine) error {
 		err = cerr
 	}
 	return err
-}
-
-// openRegular opens a file of toolgate's (a spool file, the daemon
-// record), which must be a regular file: its directory is the user's, so
-// any process of theirs can put a FIFO there (whose open would block the
-// hook until Claude Code's timeout lets the call through, and toolgate run
-// and the daemon for ever) or a symbolic link to another file. It never
-// blocks and never follows a link.
-func openRegular(path string, flag int) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	return f, nil
 }
 
 // ReadSpool reads a spool file; a line that is not a SpoolLine with a

@@ -3,7 +3,6 @@ package api
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,7 +66,7 @@ func (t Trust) Verify(p Peer) error {
 // noNewPrivsOff refuses a daemon with no_new_privs: everything a contained
 // session starts carries it, and the gate never does.
 func noNewPrivsOff(pid int) error {
-	status, err := readProc(pid, "status")
+	status, err := ReadRegular(fmt.Sprintf("/proc/%d/status", pid), 1<<20)
 	if err != nil {
 		return fmt.Errorf("the process on the gate's socket (pid %d) cannot be identified: %w", pid, err)
 	}
@@ -81,7 +80,7 @@ func (t Trust) verifyFromInside(p Peer) error {
 	if insideDomain(p.PID) {
 		return fmt.Errorf("the process on the gate's socket (pid %d) runs inside this session's containment: it cannot be the gate", p.PID)
 	}
-	status, err := readProc(p.PID, "status")
+	status, err := ReadRegular(fmt.Sprintf("/proc/%d/status", p.PID), 1<<20) // not waiting on a lease: see ReadRegular
 	if err != nil {
 		return fmt.Errorf("the process on the gate's socket (pid %d) cannot be identified: %w", p.PID, err)
 	}
@@ -89,23 +88,6 @@ func (t Trust) verifyFromInside(p Peer) error {
 		return fmt.Errorf("the process on the gate's socket (pid %d) is %q with no_new_privs %s, not the toolgate daemon", p.PID, name, nnp)
 	}
 	return nil
-}
-
-// readProc reads /proc/PID/name without waiting to open it. The file
-// belongs to the user, so any process of theirs (the model's, in a
-// contained session: Landlock does not reach /proc) may hold a write
-// lease on it (F_SETLEASE), and a blocking open waits for the lease to
-// break, up to the kernel's lease-break-time (45 s by default): a hook
-// would outlast Claude Code's timeout, which lets an auto-allowed call
-// run. Opened O_NONBLOCK, it fails at once (EWOULDBLOCK), and the peer is
-// refused.
-func readProc(pid int, name string) ([]byte, error) {
-	f, err := os.OpenFile(fmt.Sprintf("/proc/%d/%s", pid, name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(f)
 }
 
 // statusFields reads the Name and NoNewPrivs lines of /proc/PID/status.

@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
@@ -70,7 +68,7 @@ func (ss *sessions) installed(ctx context.Context, raw []byte, in api.InstalledH
 	case !errors.Is(err, errUnknownSession):
 		return nil, err
 	}
-	doc, err := readRegular(in.PolicyPath, maxRequest)
+	doc, err := api.ReadRegular(in.PolicyPath, maxRequest)
 	if err != nil {
 		return nil, fmt.Errorf("read the policy of toolgate install's hook: %w", err)
 	}
@@ -83,7 +81,7 @@ func (ss *sessions) installed(ctx context.Context, raw []byte, in api.InstalledH
 // reopen records the claude of a resumed session and that it runs again,
 // under the policy its hook names now.
 func (ss *sessions) reopen(ctx context.Context, s *gateSession, claude int, in api.InstalledHook, cwd string) (*gateSession, error) {
-	doc, err := readRegular(in.PolicyPath, maxRequest)
+	doc, err := api.ReadRegular(in.PolicyPath, maxRequest)
 	if err != nil {
 		return nil, fmt.Errorf("read the policy of toolgate install's hook: %w", err)
 	}
@@ -143,35 +141,8 @@ func claudeRuns(pid int, session string) bool {
 	if config == "" && home != "" {
 		config = filepath.Join(home, ".claude")
 	}
-	data, err := readRegular(filepath.Join(config, "sessions", strconv.Itoa(pid)+".json"), 1<<20)
+	data, err := api.ReadRegular(filepath.Join(config, "sessions", strconv.Itoa(pid)+".json"), 1<<20)
 	return err == nil && gjson.GetBytes(data, "sessionId").String() == session
-}
-
-// readRegular reads a file an installed hook's event leads the daemon to
-// (the policy it names, Claude Code's record of a session), under
-// installMu, which every installed hook's event takes: it must be a
-// regular file (a symbolic link to one will do) of at most max bytes.
-// A FIFO would hold open(2) until a writer came, and a device such as
-// /dev/zero a read without end: every installed session's hook would
-// wait with it until denied gate_unavailable.
-func readRegular(path string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err == nil && int64(len(data)) > max {
-		err = fmt.Errorf("%s is larger than %d bytes", path, max)
-	}
-	return data, err
 }
 
 // notOwnerError is an installed hook's event naming a session whose claude

@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
 	"github.com/toolgate/toolgate/hook"
 	"github.com/toolgate/toolgate/install"
@@ -49,29 +48,6 @@ func settingsLayers(claudeDir, cwd string) []string {
 	return append(files, filepath.Join(cwd, ".claude", "settings.json"), filepath.Join(cwd, ".claude", "settings.local.json"))
 }
 
-// readLayer reads a settings file as Claude Code finds it (through
-// links), and refuses what is not a regular file before a read: the
-// model's code can make a layer a FIFO, whose open and read would wait for
-// a writer, and the http hook endpoint with them, past Claude Code's
-// timeout for the hook, after which the call runs.
-func readLayer(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	switch {
-	case err != nil:
-		return nil, err
-	case !st.Mode().IsRegular():
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	case st.Size() > maxLayer:
-		return nil, fmt.Errorf("%s is larger than %d MB", path, maxLayer>>20)
-	}
-	return io.ReadAll(io.LimitReader(f, maxLayer))
-}
-
 // maxLayer bounds a settings file run reads: Claude Code's are a few KB.
 const maxLayer = 16 << 20
 
@@ -92,7 +68,7 @@ func checkLayers(files, settingsArgs []string, otherHooks, disable bool, hook, p
 	type layer struct{ name, doc string }
 	var layers []layer
 	for _, f := range files {
-		data, err := readLayer(f)
+		data, err := api.ReadRegular(f, maxLayer) // a FIFO the model made there must not hold up the http endpoint
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -102,7 +78,7 @@ func checkLayers(files, settingsArgs []string, otherHooks, disable bool, hook, p
 		layers = append(layers, layer{f, string(data)})
 	}
 	for _, v := range settingsArgs {
-		if data, err := readLayer(v); err == nil {
+		if data, err := api.ReadRegular(v, maxLayer); err == nil {
 			layers = append(layers, layer{"--settings " + v, string(data)})
 		} else if gjson.Valid(v) {
 			layers = append(layers, layer{"--settings JSON", v})
