@@ -133,16 +133,11 @@ func (s *Store) commitLoop() {
 // are pure functions of the transaction, so a batch can be run again: an
 // operation that fails in the store is answered with its error and the
 // others run again without it; when an operation does not fit in the
-// transaction, the ones before it are staged first.
+// transaction, the ones before it are staged first. A batch the
+// filesystem has no room for is refused whole (admit).
 func (s *Store) commitBatch(batch []*op) {
-	err := s.brokenErr()
-	if err == nil {
-		err = s.checkSpace()
-	}
-	if err != nil {
-		for _, o := range batch {
-			o.deliver(&Error{err})
-		}
+	if err := s.brokenErr(); err != nil {
+		s.refuse(batch, err)
 		return
 	}
 	for len(batch) > 0 {
@@ -158,8 +153,20 @@ func (s *Store) commitBatch(batch []*op) {
 			batch = append(batch[:failed:failed], batch[failed+1:]...)
 			continue
 		}
+		if err := s.admit(t); err != nil {
+			t.txn.Discard()
+			s.refuse(batch, err)
+			return
+		}
 		s.stage(t, batch)
 		return
+	}
+}
+
+// refuse answers every operation of a batch with the store's failure err.
+func (s *Store) refuse(batch []*op, err error) {
+	for _, o := range batch {
+		o.deliver(&Error{err})
 	}
 }
 
@@ -451,27 +458,39 @@ func (s *Store) setBroken(err error) {
 	}
 }
 
-// checkSpace refuses to write when the filesystem is nearly full. A look
-// (statfs) that found spaceMargin more than MinFree vouches for the
-// spaceCheck after it: the store writes a few KB a call, far less than
-// that in the time, and the look had been a system call every batch.
-// Only the committer calls it, holding leading: roomUntil is its own.
-func (s *Store) checkSpace() error {
-	if time.Now().Before(s.roomUntil) {
+// admit refuses a batch the filesystem has no room for above MinFree:
+// its changes take about spaceFactor times their size (the journal's
+// record, Badger's value log and tables, the journal's next file). A look
+// (statfs) that found spaceMargin more than that vouches, for spaceCheck,
+// for an eighth of what it found left: the look had been a system call
+// every batch, of a few KB a call, but a batch may hold 8 MB events, and
+// one larger than what is vouched for looks again.
+// Only the committer calls it, holding leading: roomUntil and roomLeft
+// are its own.
+func (s *Store) admit(t *Tx) error {
+	var n int64
+	for _, c := range t.changes {
+		n += int64(len(c.key) + len(c.val))
+	}
+	n *= spaceFactor
+	if n <= s.roomLeft && time.Now().Before(s.roomUntil) {
+		s.roomLeft -= n
 		return nil
 	}
+	s.roomLeft = 0
 	room, ok := s.room()
 	switch {
 	case !ok:
-	case room < 0:
-		return s.diskFull(room, 0)
-	case room >= spaceMargin:
-		s.roomUntil = time.Now().Add(spaceCheck)
+	case room < n:
+		return s.diskFull(room, n)
+	case room-n >= spaceMargin:
+		s.roomUntil, s.roomLeft = time.Now().Add(spaceCheck), (room-n)/8
 	}
 	return nil
 }
 
 const (
+	spaceFactor = 4
 	spaceMargin = 256 << 20
 	spaceCheck  = 50 * time.Millisecond
 )

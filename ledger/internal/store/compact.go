@@ -158,10 +158,9 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 		return st, err
 	}
 	// The new Badger needs room for what is current, and the old one's
-	// writes their margin meanwhile. A look of its own (checkRoom, not
-	// checkSpace): the time until which a look vouches for the space is
-	// the committer's, read and written under leading, which this
-	// goroutine does not hold.
+	// writes their margin meanwhile. A look of its own: what a look
+	// vouches for (admit) is the committer's, read and written under
+	// leading, which this goroutine does not hold.
 	if err := s.checkRoom(0); err != nil {
 		return st, fmt.Errorf("compact: %w", err)
 	}

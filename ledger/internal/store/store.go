@@ -80,7 +80,8 @@ type Store struct {
 	opts      Options
 	dir       string
 	minFree   int64
-	roomUntil time.Time // until when the last look at the filesystem vouches for its space (checkSpace; under leading)
+	roomUntil time.Time // until when the last look at the filesystem vouches for roomLeft more bytes (admit; under leading)
+	roomLeft  int64
 	now       func() time.Time
 	maxBatch  int
 
