@@ -28,6 +28,12 @@ func CheckArgs(args []string) error {
 		switch name {
 		case "--permission-prompt-tool":
 			return &ArgsError{"toolgate run provides --permission-prompt-tool itself; remove it from the claude arguments"}
+		case "--settings":
+			// Claude Code takes one --settings layer, the last (observed on
+			// 2.1.332): the user's would drop run's own, its hooks with it,
+			// and every call would run ungated.
+			return &ArgsError{"toolgate run provides --settings itself (its hooks), and Claude Code reads only the last --settings: yours would take every call around the gate; " +
+				"put these settings in .claude/settings.local.json or ~/.claude/settings.json instead"}
 		case "--bare":
 			return &ArgsError{"--bare would drop toolgate's hooks: every call would reach the gate unrecorded; remove it"}
 		case "--dangerously-skip-permissions", "--allow-dangerously-skip-permissions":

@@ -12,6 +12,8 @@ func TestCheckClaudeArgs(t *testing.T) {
 		{"--permission-mode=dontAsk"},
 		{"--dangerously-skip-permissions"},
 		{"--permission-prompts", "none"},
+		{"-p", "--settings", "my-settings.json", "hi"},
+		{"--settings={\"model\":\"x\"}"},
 	} {
 		if err := CheckArgs(args); err == nil {
 			t.Errorf("%v was accepted", args)
