@@ -39,13 +39,75 @@ func (e *SettingsError) Error() string {
 
 // settingsLayers are the settings files a claude -p in cwd reads: the
 // managed settings, the user's, the project's and the project's local
-// ones.
+// ones, the latter also where Claude Code keeps them for a session in a
+// subdirectory of a git repository (gitRoots).
 func settingsLayers(claudeDir, cwd string) []string {
 	files := []string{"/etc/claude-code/managed-settings.json"}
 	if claudeDir != "" {
 		files = append(files, filepath.Join(claudeDir, "settings.json"), filepath.Join(claudeDir, "settings.local.json"))
 	}
-	return append(files, filepath.Join(cwd, ".claude", "settings.json"), filepath.Join(cwd, ".claude", "settings.local.json"))
+	files = append(files, filepath.Join(cwd, ".claude", "settings.json"), filepath.Join(cwd, ".claude", "settings.local.json"))
+	for _, root := range gitRoots(cwd) {
+		files = append(files, filepath.Join(root, ".claude", "settings.local.json"))
+	}
+	return files
+}
+
+// gitRoots are the roots of the git repository cwd is in, other than cwd:
+// Claude Code (2.1.332) reads a session's local settings at the
+// repository's root (its "canonical" root) when it runs in a
+// subdirectory. They are the nearest directory above cwd with a .git
+// entry, and, when that entry is a file (a linked worktree), the main
+// repository's root too. run checks them all: a layer more is no harm.
+// Nothing here blocks (the model's code can make .git a FIFO).
+func gitRoots(cwd string) []string {
+	dir := filepath.Clean(cwd)
+	for {
+		if fi, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			var roots []string
+			if dir != filepath.Clean(cwd) {
+				roots = append(roots, dir)
+			}
+			if fi.Mode().IsRegular() {
+				if main := mainWorktree(dir); main != "" && main != dir && main != filepath.Clean(cwd) {
+					roots = append(roots, main)
+				}
+			}
+			return roots
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return nil
+		}
+		dir = parent
+	}
+}
+
+// mainWorktree is the main repository's root for the linked worktree at
+// dir (its .git file says "gitdir: DIR", whose commondir names the main
+// .git directory), or "".
+func mainWorktree(dir string) string {
+	data, err := api.ReadRegular(filepath.Join(dir, ".git"), maxLayer)
+	line, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
+	if err != nil || !ok {
+		return ""
+	}
+	gitdir := strings.TrimSpace(line)
+	if !filepath.IsAbs(gitdir) {
+		gitdir = filepath.Join(dir, gitdir)
+	}
+	common := gitdir
+	if data, err := api.ReadRegular(filepath.Join(gitdir, "commondir"), maxLayer); err == nil {
+		if c := strings.TrimSpace(string(data)); filepath.IsAbs(c) {
+			common = c
+		} else if c != "" {
+			common = filepath.Join(gitdir, c)
+		}
+	}
+	if filepath.Base(common) != ".git" {
+		return ""
+	}
+	return filepath.Dir(filepath.Clean(common))
 }
 
 // maxLayer bounds a settings file run reads: Claude Code's are a few KB.

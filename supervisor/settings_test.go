@@ -54,3 +54,33 @@ func TestRunsHook(t *testing.T) {
 		}
 	}
 }
+
+// Claude Code (2.1.332) keeps a project's local settings at the root of
+// the git repository it runs in, when it runs in a subdirectory, and
+// reads them there: run must check that layer too. For a linked worktree
+// the root may be the main repository's.
+func TestSettingsLayersAtTheGitRoot(t *testing.T) {
+	root := t.TempDir()
+	repo := filepath.Join(root, "repo")
+	cwd := filepath.Join(repo, "sub", "deeper")
+	os.MkdirAll(filepath.Join(repo, ".git", "worktrees", "wt"), 0o700)
+	os.MkdirAll(cwd, 0o700)
+	wt := filepath.Join(root, "wt")
+	os.MkdirAll(filepath.Join(wt, "sub"), 0o700)
+	os.WriteFile(filepath.Join(wt, ".git"), []byte("gitdir: "+filepath.Join(repo, ".git", "worktrees", "wt")+"\n"), 0o600)
+	os.WriteFile(filepath.Join(repo, ".git", "worktrees", "wt", "commondir"), []byte("../..\n"), 0o600)
+	for _, c := range []struct{ cwd, want string }{
+		{cwd, filepath.Join(repo, ".claude", "settings.local.json")},
+		{filepath.Join(wt, "sub"), filepath.Join(wt, ".claude", "settings.local.json")},
+		{filepath.Join(wt, "sub"), filepath.Join(repo, ".claude", "settings.local.json")},
+	} {
+		layers := settingsLayers("", c.cwd)
+		found := false
+		for _, l := range layers {
+			found = found || l == c.want
+		}
+		if !found {
+			t.Errorf("in %s, the layers %q leave out %s", c.cwd, layers, c.want)
+		}
+	}
+}
