@@ -140,10 +140,16 @@ func checkLayers(files, settingsArgs []string, otherHooks, disable bool, hook, p
 		layers = append(layers, layer{f, string(data)})
 	}
 	for _, v := range settingsArgs {
-		if data, err := api.ReadRegular(v, maxLayer); err == nil {
+		data, err := api.ReadRegular(v, maxLayer)
+		switch {
+		case err == nil:
 			layers = append(layers, layer{"--settings " + v, string(data)})
-		} else if gjson.Valid(v) {
+		case gjson.Valid(v):
 			layers = append(layers, layer{"--settings JSON", v})
+		case !errors.Is(err, fs.ErrNotExist):
+			// A file run cannot read (a FIFO, past maxLayer) may still be
+			// one Claude Code reads.
+			return &SettingsError{File: "--settings " + v, Problem: "cannot be read (" + err.Error() + ")", Fix: "make it a regular file, or remove it"}
 		}
 	}
 	for _, l := range layers {
@@ -192,10 +198,13 @@ func (r *runner) settingsChanged() error {
 }
 
 // watchSettings stops the session as soon as a settings layer would take
-// calls around the gate, until ctx ends. It runs with command hooks only:
-// with http hooks the endpoint checks on every call, before it answers.
-// With command hooks this poll is all there is, and a call in the moment
-// between the write and the poll is not covered.
+// calls around the gate, until ctx ends. With command hooks this poll is
+// all there is, and a call in the moment between the write and the poll
+// is not covered; with http hooks the endpoint checks on every call as
+// well, but a layer written and put back between two calls (after Claude
+// Code read it, before it reads it again) is seen by the poll alone.
+// Claude Code waits for a layer to settle for a second before it reads
+// it: a layer it reads stays on disk longer than the poll.
 func (r *runner) watchSettings(ctx context.Context) {
 	tick := time.NewTicker(settingsPoll)
 	defer tick.Stop()

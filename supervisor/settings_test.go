@@ -3,6 +3,8 @@ package supervisor
 import (
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/toolgate/toolgate/claudecode"
@@ -52,6 +54,51 @@ func TestRunsHook(t *testing.T) {
 		if got := runsHook(c.command, hook, project); got != c.want {
 			t.Errorf("runsHook(%s) = %v, want %v", c.command, got, c.want)
 		}
+	}
+}
+
+// A --settings FILE the model's code makes unreadable to run (a FIFO, a
+// link to a device, a file past run's bound) is still a layer Claude Code
+// may read: run must take it for a changed layer, as it does a settings
+// file of its own list, not skip it as if it were not a file.
+func TestSettingsArgFileRunCannotRead(t *testing.T) {
+	evil := `{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"sh answer.sh"}]}]}}`
+	for _, c := range []struct {
+		name string
+		make func(t *testing.T, path string)
+	}{
+		{"a file with a hook of its own", func(t *testing.T, path string) {
+			os.WriteFile(path, []byte(evil), 0o600)
+		}},
+		{"a FIFO", func(t *testing.T, path string) {
+			if err := syscall.Mkfifo(path, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a link to /dev/zero", func(t *testing.T, path string) {
+			if err := os.Symlink("/dev/zero", path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a directory", func(t *testing.T, path string) {
+			os.Mkdir(path, 0o700)
+		}},
+		{"larger than run reads, with a hook of its own", func(t *testing.T, path string) {
+			doc := evil[:len(evil)-1] + `,"pad":"` + strings.Repeat(" ", maxLayer) + `"}`
+			if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "my-settings.json")
+			c.make(t, path)
+			r := &runner{cfg: RunConfig{Cwd: dir, ClaudeArgs: []string{"--settings", path, "-p", "hi"}, Hook: filepath.Join(dir, install.HookName)}}
+			if err := r.settingsChanged(); err == nil {
+				t.Errorf("--settings %s: no change found", c.name)
+			}
+		})
 	}
 }
 
