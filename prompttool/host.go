@@ -46,10 +46,22 @@ func Listen(d Decider, version string) (*Host, error) {
 	// is never closed under it (a request lost that way is a failed hook).
 	// A request's body is read before its handler waits (for a
 	// verdict, an approval): ReadTimeout bounds the reading alone.
-	h.srv = &http.Server{Handler: h.mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
+	// IdleTimeout is negative: net/http takes ReadTimeout for a zero one.
+	// A connection is kept only for requests that carry the token: another
+	// process's would hold the listener's descriptors for ever.
+	keep := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !h.Authorized(r) {
+			w.Header().Set("Connection", "close")
+		}
+		h.mux.ServeHTTP(w, r)
+	})
+	h.srv = &http.Server{Handler: keep, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout, IdleTimeout: -1}
 	go h.srv.Serve(ln)
 	return h, nil
 }
+
+// readTimeout bounds the reading of one request.
+var readTimeout = 30 * time.Second
 
 // Handle serves another endpoint on the listener. The handler decides
 // what a request without the token gets (Authorized).

@@ -1,10 +1,13 @@
 package prompttool
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -259,5 +262,59 @@ func TestAnswersMatchTheirSchema(t *testing.T) {
 	schematest.Validate(t, api.SchemaPermissionResult, []byte(text))
 	if !strings.Contains(text, "reason_code bad_request") || !strings.HasSuffix(text, api.RetryNotice+`","reason_code":"bad_request"}`) {
 		t.Errorf("an unreadable request: %s", text)
+	}
+}
+
+// A connection Claude Code keeps between two hook requests is never
+// closed under it, however long the model takes: a request sent as the
+// server closes it is a failed hook, and Claude Code lets the call
+// through. (net/http takes ReadTimeout for the idle timeout unless told
+// otherwise.)
+func TestHostKeepsAnIdleConnection(t *testing.T) {
+	defer func(d time.Duration) { readTimeout = d }(readTimeout)
+	readTimeout = 50 * time.Millisecond
+	h, err := Listen(&decider{}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	h.Handle("/ok", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.Base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	for i := range 2 {
+		if i == 1 {
+			time.Sleep(4 * readTimeout) // idle for longer than a request may take to read
+		}
+		if _, err := conn.Write([]byte("GET /ok HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + h.Token + "\r\n\r\n")); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d on the kept connection: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	// Without the token, the connection is not kept.
+	for _, path := range []string{"/mcp", "/ok", "/nowhere"} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(h.Base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Write([]byte("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"))
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		if _, err := br.ReadByte(); err != io.EOF || !resp.Close {
+			t.Errorf("%s without the token: the connection is kept (%v)", path, err)
+		}
+		conn.Close()
 	}
 }
