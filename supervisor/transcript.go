@@ -47,6 +47,7 @@ type transcripts struct {
 type transcriptFile struct {
 	off  int64
 	rest []byte // a line not yet complete
+	skip bool   // the rest of a line too long to keep is skipped
 	tr   claudecode.Transcript
 }
 
@@ -159,11 +160,19 @@ func (f *transcriptFile) read(path string, each func(claudecode.ToolResult)) err
 	if _, err := fh.Seek(f.off, io.SeekStart); err != nil {
 		return err
 	}
-	data, err := io.ReadAll(fh)
+	data, err := io.ReadAll(io.LimitReader(fh, maxTranscriptRead))
 	if err != nil {
 		return err
 	}
 	f.off += int64(len(data))
+	if f.skip {
+		// The rest of a line too long to keep.
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			return nil
+		}
+		data, f.skip = data[i+1:], false
+	}
 	data = append(f.rest, data...)
 	for {
 		i := bytes.IndexByte(data, '\n')
@@ -179,9 +188,21 @@ func (f *transcriptFile) read(path string, each func(claudecode.ToolResult)) err
 			}
 		}
 	}
+	if len(data) > maxTranscriptLine {
+		f.rest, f.skip = nil, true
+		return fmt.Errorf("a line longer than %d MB", maxTranscriptLine>>20)
+	}
 	f.rest = append([]byte(nil), data...)
 	return nil
 }
+
+// maxTranscriptRead bounds what one read of a transcript takes, and
+// maxTranscriptLine a line kept while its end is not written yet: the
+// model's code can make the file huge.
+const (
+	maxTranscriptRead = 64 << 20
+	maxTranscriptLine = 64 << 20
+)
 
 // outcomeOf is what a tool_result tells of its call.
 func outcomeOf(r claudecode.ToolResult) api.Outcome {

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/claudecode"
 )
 
 // What claude writes to its transcript reaches the daemon as outcomes, as
@@ -77,5 +79,35 @@ func TestTranscriptsReportOutcomes(t *testing.T) {
 	}
 	if p := tr.problems(); len(p) != 1 || !strings.Contains(p[0], outside) {
 		t.Errorf("problems: %q", p)
+	}
+}
+
+// The model's code can make claude's transcript huge (a sparse file of
+// terabytes, without a newline): run reads it in bounded steps and keeps a
+// bounded line, and says the transcript could not be read, instead of
+// taking it all in memory (which would end run, and claude with it).
+func TestTranscriptReadIsBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, []byte(`{"type":"user"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 3*maxTranscriptRead); err != nil {
+		t.Fatal(err)
+	}
+	var f transcriptFile
+	var failed error
+	for range 3 {
+		before := f.off
+		err := f.read(path, func(claudecode.ToolResult) {})
+		failed = cmp.Or(failed, err)
+		if f.off-before > maxTranscriptRead {
+			t.Fatalf("one read took %d bytes", f.off-before)
+		}
+		if len(f.rest) > maxTranscriptLine {
+			t.Fatalf("a line of %d bytes kept", len(f.rest))
+		}
+	}
+	if failed == nil {
+		t.Error("a line past the bound read as if nothing were wrong")
 	}
 }
