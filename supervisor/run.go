@@ -296,11 +296,10 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	var following sync.WaitGroup
 	go r.gate.watch(watchCtx)
-	if r.cfg.HookTransport == HookCommand {
-		// http hooks check the layers at every verdict (hookServer); only
-		// the command hook, which run does not answer, needs the poll.
-		go r.watchSettings(watchCtx)
-	}
+	// http hooks check the layers at every verdict too (hookServer), but
+	// a layer the model's code writes and puts back between two calls is
+	// one Claude Code may have read meanwhile: the poll sees it.
+	go r.watchSettings(watchCtx)
 	if r.transcripts != nil {
 		following.Go(func() { r.transcripts.follow(watchCtx) })
 	}
