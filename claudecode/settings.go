@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+	"github.com/toolgate/toolgate/api"
 )
 
 // HookTimeout is the timeout, in seconds, Claude Code gives toolgate's
@@ -104,7 +105,7 @@ func SandboxSettingsFiles(cwd, claudeDir string) []string {
 // (observed on 2.1.332: HTTP 403), and a refused hook is no verdict.
 func SandboxEnabled(args []string, cwd, claudeDir string) (bool, string) {
 	for _, f := range SandboxSettingsFiles(cwd, claudeDir) {
-		data, err := os.ReadFile(f)
+		data, err := api.ReadRegular(f, 16<<20) // a FIFO there (the model's code can make one) would hold run's start
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -150,11 +150,14 @@ func cacheKey(name string, s claudecode.MCPServer, cwd string, env []string) str
 	return hex.EncodeToString(sum[:16])
 }
 
+// maxCacheEntry bounds a cached listing of one server's tools.
+const maxCacheEntry = 64 << 20
+
 func (d Discovery) cached(key string) ([]api.ToolInfo, bool) {
 	if d.CacheDir == "" || d.CacheTTL <= 0 {
 		return nil, false
 	}
-	data, err := os.ReadFile(filepath.Join(d.CacheDir, key+".json"))
+	data, err := api.ReadRegular(filepath.Join(d.CacheDir, key+".json"), maxCacheEntry) // the model's code can write there: a FIFO must not hold run's start
 	if err != nil {
 		return nil, false
 	}
