@@ -107,10 +107,10 @@ const HookDeadline = 10 * time.Second
 // so the endpoint answers every request with 200 and a JSON verdict, and
 // nothing else: the daemon's verdict, or a deny gate_unavailable when the
 // daemon cannot be reached or is not the one run trusts, when anything
-// keeps the verdict past the deadline, and when the request is not Claude Code's (no token),
-// is not a PreToolUse event, or cannot be read. A request can only propose
-// a call: the verdict is the daemon's, and it answers Claude Code's own
-// request alone.
+// keeps the verdict past the deadline, and when the request is not Claude
+// Code's (no token), is not a PreToolUse event, or cannot be read. A
+// request can only propose a call: the verdict is the daemon's, and it
+// answers Claude Code's own request alone.
 type hookServer struct {
 	r          *runner
 	authorized func(*http.Request) bool // the request carries the listener's token
