@@ -76,15 +76,11 @@ func DecodeDaemonRecord(data []byte) (DaemonRecord, error) {
 
 func (p Paths) readDaemonRecord(decode func([]byte) (DaemonRecord, error)) (DaemonRecord, error) {
 	var rec DaemonRecord
-	f, err := openRegular(p.DaemonRecordFile(), os.O_RDONLY)
+	f, info, err := openRegular(p.DaemonRecordFile(), syscall.O_NOFOLLOW|os.O_RDONLY)
 	if err != nil {
 		return rec, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return rec, err
-	}
 	if err := ownedPrivately(info, false); err != nil {
 		return rec, fmt.Errorf("%s: %w", p.DaemonRecordFile(), err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -34,9 +35,9 @@ func AppendSpool(path string, l SpoolLine) error {
 	if err != nil {
 		return err
 	}
-	f, err := openRegular(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
+	f, _, err := openRegular(path, syscall.O_NOFOLLOW|os.O_WRONLY|os.O_APPEND|os.O_CREATE)
 	if errors.Is(err, fs.ErrNotExist) && os.MkdirAll(filepath.Dir(path), 0o700) == nil {
-		f, err = openRegular(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE) // no daemon ever ran here
+		f, _, err = openRegular(path, syscall.O_NOFOLLOW|os.O_WRONLY|os.O_APPEND|os.O_CREATE) // no daemon ever ran here
 	}
 	if err != nil {
 		return err
@@ -51,7 +52,7 @@ func AppendSpool(path string, l SpoolLine) error {
 // ReadSpool reads a spool file; a line that is not a SpoolLine with a
 // tool_use_id is skipped. A missing file is no lines.
 func ReadSpool(path string) ([]SpoolLine, error) {
-	f, err := openRegular(path, os.O_RDONLY)
+	f, _, err := openRegular(path, syscall.O_NOFOLLOW|os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
