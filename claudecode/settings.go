@@ -12,6 +12,10 @@ import (
 	"github.com/toolgate/toolgate/api"
 )
 
+// MaxSettingsFile bounds a settings file toolgate reads: Claude Code's
+// are a few KB.
+const MaxSettingsFile = 16 << 20
+
 // HookTimeout is the timeout, in seconds, Claude Code gives toolgate's
 // hook on every event but an installed PermissionRequest. The hook
 // answers by itself long before it (hook.Timeout): a hook killed at its
@@ -105,7 +109,7 @@ func SandboxSettingsFiles(cwd, claudeDir string) []string {
 // (observed on 2.1.332: HTTP 403), and a refused hook is no verdict.
 func SandboxEnabled(args []string, cwd, claudeDir string) (bool, string) {
 	for _, f := range SandboxSettingsFiles(cwd, claudeDir) {
-		data, err := api.ReadRegular(f, 16<<20) // a FIFO there (the model's code can make one) would hold run's start
+		data, err := api.ReadRegular(f, MaxSettingsFile) // a FIFO there (the model's code can make one) would hold run's start
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -87,7 +87,7 @@ func gitRoots(cwd string) []string {
 // dir (its .git file says "gitdir: DIR", whose commondir names the main
 // .git directory), or "".
 func mainWorktree(dir string) string {
-	data, err := api.ReadRegular(filepath.Join(dir, ".git"), maxLayer)
+	data, err := api.ReadRegular(filepath.Join(dir, ".git"), claudecode.MaxSettingsFile)
 	line, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
 	if err != nil || !ok {
 		return ""
@@ -97,7 +97,7 @@ func mainWorktree(dir string) string {
 		gitdir = filepath.Join(dir, gitdir)
 	}
 	common := gitdir
-	if data, err := api.ReadRegular(filepath.Join(gitdir, "commondir"), maxLayer); err == nil {
+	if data, err := api.ReadRegular(filepath.Join(gitdir, "commondir"), claudecode.MaxSettingsFile); err == nil {
 		if c := strings.TrimSpace(string(data)); filepath.IsAbs(c) {
 			common = c
 		} else if c != "" {
@@ -109,9 +109,6 @@ func mainWorktree(dir string) string {
 	}
 	return filepath.Dir(filepath.Clean(common))
 }
-
-// maxLayer bounds a settings file run reads: Claude Code's are a few KB.
-const maxLayer = 16 << 20
 
 // checkSettings refuses settings that would take calls around the gate:
 // any layer's disableAllHooks, and, unless otherHooks, another PreToolUse
@@ -130,7 +127,7 @@ func checkLayers(files, settingsArgs []string, otherHooks, disable bool, hook, p
 	type layer struct{ name, doc string }
 	var layers []layer
 	for _, f := range files {
-		data, err := api.ReadRegular(f, maxLayer) // a FIFO the model made there must not hold up the http endpoint
+		data, err := api.ReadRegular(f, claudecode.MaxSettingsFile) // a FIFO the model made there must not hold up the http endpoint
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -140,14 +137,14 @@ func checkLayers(files, settingsArgs []string, otherHooks, disable bool, hook, p
 		layers = append(layers, layer{f, string(data)})
 	}
 	for _, v := range settingsArgs {
-		data, err := api.ReadRegular(v, maxLayer)
+		data, err := api.ReadRegular(v, claudecode.MaxSettingsFile)
 		switch {
 		case err == nil:
 			layers = append(layers, layer{"--settings " + v, string(data)})
 		case gjson.Valid(v):
 			layers = append(layers, layer{"--settings JSON", v})
 		case !errors.Is(err, fs.ErrNotExist):
-			// A file run cannot read (a FIFO, past maxLayer) may still be
+			// A file run cannot read (a FIFO, past claudecode.MaxSettingsFile) may still be
 			// one Claude Code reads.
 			return &SettingsError{File: "--settings " + v, Problem: "cannot be read (" + err.Error() + ")", Fix: "make it a regular file, or remove it"}
 		}

@@ -84,7 +84,7 @@ func TestSettingsArgFileRunCannotRead(t *testing.T) {
 			os.Mkdir(path, 0o700)
 		}},
 		{"larger than run reads, with a hook of its own", func(t *testing.T, path string) {
-			doc := evil[:len(evil)-1] + `,"pad":"` + strings.Repeat(" ", maxLayer) + `"}`
+			doc := evil[:len(evil)-1] + `,"pad":"` + strings.Repeat(" ", claudecode.MaxSettingsFile) + `"}`
 			if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 				t.Fatal(err)
 			}
