@@ -232,8 +232,8 @@ func TestGroupCommitKeepsTheChain(t *testing.T) {
 	}
 }
 
-// An event is stored as json.Marshal would write it, without encoding/json
-// scanning its data again.
+// An event is exported as json.Marshal would write it, and stored so
+// without its prev_hash, without encoding/json scanning its data again.
 func TestEventEncoding(t *testing.T) {
 	data, _ := json.Marshal(map[string]any{"input": map[string]string{"command": "echo <&> \u00e9\n"}})
 	for _, e := range []Event{
@@ -245,6 +245,18 @@ func TestEventEncoding(t *testing.T) {
 		want, _ := json.Marshal(e)
 		if got := e.encode(); string(got) != string(want) {
 			t.Errorf("got  %s\nwant %s", got, want)
+		}
+		stored := struct {
+			Seq     uint64          `json:"seq"`
+			Time    time.Time       `json:"time"`
+			Kind    string          `json:"kind"`
+			Subject string          `json:"subject"`
+			Data    json.RawMessage `json:"data"`
+			Hash    string          `json:"hash"`
+		}{e.Seq, e.Time, e.Kind, e.Subject, e.Data, e.Hash}
+		want, _ = json.Marshal(stored)
+		if got := e.encodeStored(); string(got) != string(want) {
+			t.Errorf("stored: got  %s\nwant %s", got, want)
 		}
 	}
 }

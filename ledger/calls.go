@@ -32,14 +32,23 @@ func InputSHA256(toolName string, input []byte) string {
 	return hash
 }
 
-// compactSHA256 is InputSHA256 of an input that must be JSON: compacting
-// it checks it as json.Valid would.
+// compactSHA256 is InputSHA256 of an input that must be JSON.
 func compactSHA256(toolName string, input []byte) (string, error) {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, input); err != nil {
+	compacted, err := compact(input)
+	if err != nil {
 		return "", err
 	}
-	return sumInput(toolName, buf.Bytes()), nil
+	return sumInput(toolName, compacted), nil
+}
+
+// compact is input compacted, which checks it as json.Valid would.
+func compact(input []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(len(input))
+	if err := json.Compact(&buf, input); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 func sumInput(toolName string, compacted []byte) string {
@@ -64,11 +73,7 @@ func (l *Ledger) Record(ctx context.Context, c api.Call, v api.Verdict, writeBac
 	if c.ToolUseID == "" || c.SessionID == "" || c.ToolName == "" {
 		return api.Call{}, false, fmt.Errorf("propose: tool_use_id, session_id and tool_name are required")
 	}
-	hash, err := compactSHA256(c.ToolName, c.Input) // the input's one pass before the committer's
-	if err != nil {
-		return api.Call{}, false, fmt.Errorf("propose: input is not valid JSON")
-	}
-	doc, err := encodeProposal(c, hash)
+	doc, err := newProposal(c) // the input's one pass, before the committer's
 	if err != nil {
 		return api.Call{}, false, err
 	}
@@ -158,20 +163,44 @@ type proposalJSON struct {
 // holds.
 const proposedAtZero = `"proposed_at":"0001-01-01T00:00:00Z"`
 
-// encodeProposal encodes the proposal of p, whose input hashes to hash.
-func encodeProposal(p api.Call, hash string) (proposalJSON, error) {
+// inputNull is the input field of a call with no input, as json.Marshal
+// writes it. The fields before it are strings, in which every quote is
+// escaped: the first occurrence is the field.
+const inputNull = `"input":null`
+
+// newProposal encodes the proposal of p, whose input must be JSON.
+func newProposal(p api.Call) (proposalJSON, error) {
+	compacted, err := compact(p.Input)
+	if err != nil {
+		return proposalJSON{}, fmt.Errorf("propose: input is not valid JSON")
+	}
+	return encodeProposal(p, sumInput(p.ToolName, compacted), compacted)
+}
+
+// encodeProposal encodes the proposal of p, whose input hashes to hash and
+// compacts to compacted. json.Marshal would compact the input again (a
+// RawMessage's bytes are compacted, and HTML characters escaped, as they
+// are copied): the call is encoded without it, and the input's bytes put in
+// as json.Marshal would have written them.
+func encodeProposal(p api.Call, hash string, compacted []byte) (proposalJSON, error) {
 	c := proposal(p)
 	c.InputSHA256 = hash
-	raw, err := json.Marshal(c)
+	bare := c
+	bare.Input = nil
+	raw, err := json.Marshal(bare)
 	if err != nil {
 		return proposalJSON{}, fmt.Errorf("propose: encode call %s: %w", c.ToolUseID, err)
 	}
-	i := bytes.LastIndex(raw, []byte(proposedAtZero))
-	if i < 0 {
-		return proposalJSON{}, fmt.Errorf("propose: encode call %s: no proposed_at in %.80q", c.ToolUseID, raw)
+	in, at := bytes.Index(raw, []byte(inputNull)), bytes.LastIndex(raw, []byte(proposedAtZero))
+	if in < 0 || at < in {
+		return proposalJSON{}, fmt.Errorf("propose: encode call %s: no input or proposed_at in %.80q", c.ToolUseID, raw)
 	}
-	value := i + len(`"proposed_at":"`)
-	return proposalJSON{call: c, head: raw[:value], tail: raw[i+len(proposedAtZero)-1:]}, nil
+	var head bytes.Buffer
+	head.Grow(at + len(compacted) + 16)
+	head.Write(raw[:in+len(`"input":`)])
+	json.HTMLEscape(&head, compacted)
+	head.Write(raw[in+len(inputNull) : at+len(`"proposed_at":"`)])
+	return proposalJSON{call: c, head: head.Bytes(), tail: raw[at+len(proposedAtZero)-1:]}, nil
 }
 
 // at is the proposal's document for a call proposed at t, which is UTC.

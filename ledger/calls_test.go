@@ -11,13 +11,14 @@ import (
 
 // proposalInputs are inputs that the encoding of a proposal must carry as
 // json.Marshal does: compacted, with <, >, & and the line separators
-// escaped, and one that holds the very field the encoding is cut at.
+// escaped, and ones that hold the very fields the encoding is cut at.
 var proposalInputs = []string{
 	`{}`,
 	`{"command":"ls"}`,
 	"{ \"command\" :\n\t\"a < b && c > d\" ,\"x\":[1, 2.50,  -0e3]}",
 	`{"proposed_at":"0001-01-01T00:00:00Z","executed":false,"executions":0}`,
 	`{"a":"\"proposed_at\":\"0001-01-01T00:00:00Z\""}`,
+	`{"input":null,"b":"\"input\":null"}`,
 	"{\"s\":\"\u2028\u2029 ſ \\ud83d\\ude00 \\u0000\"}",
 	`[true,null,"x"]`,
 	`"a string"`,
@@ -36,6 +37,7 @@ func TestProposalIsWhatJSONGives(t *testing.T) {
 	calls := []api.Call{
 		{ToolUseID: "toolu_1", SessionID: "s1", ToolName: "Bash"},
 		{ToolUseID: "toolu_<2>", SessionID: "s&1", AgentID: "agent-1", ToolName: "mcp__x__y", Cwd: "/tmp/a \"b\""},
+		{ToolUseID: `"input":null`, SessionID: `","input":null,"`, AgentID: `"input":null`, ToolName: "Bash"},
 	}
 	for _, input := range proposalInputs {
 		for _, c := range calls {
@@ -63,9 +65,9 @@ func FuzzProposal(f *testing.F) {
 func checkProposal(t *testing.T, c api.Call, at time.Time) {
 	t.Helper()
 	hash := InputSHA256(c.ToolName, c.Input)
-	doc, err := encodeProposal(c, hash)
+	doc, err := newProposal(c)
 	if err != nil {
-		t.Fatalf("encodeProposal(%q): %v", c.Input, err)
+		t.Fatalf("newProposal(%q): %v", c.Input, err)
 	}
 	want := proposal(c)
 	want.InputSHA256, want.ProposedAt = hash, at

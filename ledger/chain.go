@@ -57,12 +57,7 @@ func (e *Event) Sum() string {
 // encodeStored is the event as the ledger stores it: as exported, without
 // prev_hash, which is the hash of the event before it (Verify and Export
 // fill it in). Events stored before 2026-12-02 carry it.
-func (e *Event) encodeStored() []byte {
-	b := e.encode()
-	i := bytes.LastIndex(b, []byte(`,"prev_hash":`))
-	j := bytes.LastIndex(b, []byte(`,"hash":`))
-	return append(b[:i], b[j:]...)
-}
+func (e *Event) encodeStored() []byte { return e.encodeWith(false) }
 
 // decodeStoredEvent reads a stored event; prev is the hash of the event
 // before it, its prev_hash when it was stored without one.
@@ -93,7 +88,11 @@ func gjsonHash(raw []byte) string { return gjson.GetBytes(raw, "hash").Str }
 // encode is the event as json.Marshal writes it, with Data as it is: it
 // must be what json.Marshal wrote (compact, HTML characters escaped), which
 // encoding/json would scan again.
-func (e *Event) encode() []byte {
+func (e *Event) encode() []byte { return e.encodeWith(true) }
+
+// encodeWith is the event as encode writes it, without prev_hash unless
+// prevHash.
+func (e *Event) encodeWith(prevHash bool) []byte {
 	b := make([]byte, 0, len(e.Data)+256)
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendUint(b, e.Seq, 10)
@@ -106,8 +105,10 @@ func (e *Event) encode() []byte {
 	b = appendString(b, e.Subject)
 	b = append(b, `,"data":`...)
 	b = append(b, e.Data...)
-	b = append(b, `,"prev_hash":`...)
-	b = appendString(b, e.PrevHash)
+	if prevHash {
+		b = append(b, `,"prev_hash":`...)
+		b = appendString(b, e.PrevHash)
+	}
 	b = append(b, `,"hash":`...)
 	b = appendString(b, e.Hash)
 	return append(b, '}')

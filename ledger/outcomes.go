@@ -69,7 +69,7 @@ func recordOutcome(t *tx, sessionID string, o api.Outcome) (OutcomeResult, error
 			return r, t.event(KindCallSeen, o.ToolUseID, seenEvent{o.ToolUseID, clipSeen(o.Seen)})
 		}
 		p := api.Call{ToolUseID: o.ToolUseID, SessionID: sessionID, ToolName: o.ToolName, Input: o.Input}
-		doc, err := encodeProposal(p, InputSHA256(p.ToolName, p.Input))
+		doc, err := newProposal(p)
 		if err != nil {
 			return r, &store.Error{Err: err}
 		}
