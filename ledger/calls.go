@@ -198,9 +198,19 @@ func encodeProposal(p api.Call, hash string, compacted []byte) (proposalJSON, er
 	var head bytes.Buffer
 	head.Grow(at + len(compacted) + 16)
 	head.Write(raw[:in+len(`"input":`)])
-	json.HTMLEscape(&head, compacted)
+	if htmlEscaped(compacted) {
+		head.Write(compacted)
+	} else {
+		json.HTMLEscape(&head, compacted)
+	}
 	head.Write(raw[in+len(inputNull) : at+len(`"proposed_at":"`)])
 	return proposalJSON{call: c, head: head.Bytes(), tail: raw[at+len(proposedAtZero)-1:]}, nil
+}
+
+// htmlEscaped reports whether json.HTMLEscape would leave b as it is: it
+// holds none of <, >, & and U+2028, U+2029 (whose UTF-8 starts with 0xE2).
+func htmlEscaped(b []byte) bool {
+	return !bytes.ContainsAny(b, "<>&") && bytes.IndexByte(b, 0xe2) < 0
 }
 
 // at is the proposal's document for a call proposed at t, which is UTC.

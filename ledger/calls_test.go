@@ -16,6 +16,7 @@ var proposalInputs = []string{
 	`{}`,
 	`{"command":"ls"}`,
 	"{ \"command\" :\n\t\"a < b && c > d\" ,\"x\":[1, 2.50,  -0e3]}",
+	`{"a":"x&y"}`, `{"a":"<"}`, `{"a":">"}`,
 	`{"proposed_at":"0001-01-01T00:00:00Z","executed":false,"executions":0}`,
 	`{"a":"\"proposed_at\":\"0001-01-01T00:00:00Z\""}`,
 	`{"input":null,"b":"\"input\":null"}`,
