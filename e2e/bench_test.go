@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/modelscript"
 	"github.com/toolgate/toolgate/prompttool"
 	"github.com/toolgate/toolgate/supervisor"
+	"golang.org/x/sys/unix"
 )
 
 // BenchmarkRunVsBareClaude times the same scripted 50-call session with
@@ -30,7 +31,11 @@ import (
 // PreToolUse hook (a server in this process that answers nothing); the
 // floor with toolgate's permission-prompt MCP server configured (a real
 // prompt tool in this process, which no call of the session reaches), to
-// show what the CLI itself spends on the server run registers; and
+// show what the CLI itself spends on the server run registers; that, with
+// a hook that makes 1 KB durable (a write and an fdatasync, as the
+// ledger's journal does) before it answers: what any gate that registers
+// the server and records each call before the call runs pays at least;
+// and
 // claude under toolgate run with an allow-all policy, where every call is
 // hooked, recorded durably and decided: by default (http hooks, Landlock),
 // with the command hook, uncontained, and strict. With
@@ -72,7 +77,7 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 		}
 		script = append(script, s)
 	}
-	noop := noopHookServer(b)
+	noop, durable := noopHookServer(b), durableHookServer(b)
 	promptTool := promptToolServer(b)
 	baseline := os.Getenv("TOOLGATE_BENCH_BASELINE")
 	type variant struct {
@@ -81,7 +86,7 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 		every     int // rounds: 1, every round; 3, every third
 	}
 	variants := []variant{
-		{name: "bare", every: 1}, {name: "floor", every: 1}, {name: "floor_mcp", every: 1},
+		{name: "bare", every: 1}, {name: "floor", every: 1}, {name: "floor_mcp", every: 1}, {name: "floor_durable", every: 1},
 		{name: "toolgate", bin: toolgateBin, every: 1},
 		{name: "command", bin: toolgateBin, args: []string{"--hook-transport", supervisor.HookCommand}, every: 3},
 		{name: "uncontained", bin: toolgateBin, args: []string{"--containment", contain.Off}, every: 3},
@@ -118,8 +123,12 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 				cmd = exec.Command(claudeBin, "-p", "--output-format", "json", "--allowedTools", "Bash", "--", "go")
 			case "floor":
 				cmd = exec.Command(claudeBin, "-p", "--output-format", "json", "--allowedTools", "Bash", "--settings", noop, "--", "go")
-			case "floor_mcp":
-				cmd = exec.Command(claudeBin, "-p", "--output-format", "json", "--allowedTools", "Bash", "--settings", noop,
+			case "floor_mcp", "floor_durable":
+				hook := noop
+				if v.name == "floor_durable" {
+					hook = durable
+				}
+				cmd = exec.Command(claudeBin, "-p", "--output-format", "json", "--allowedTools", "Bash", "--settings", hook,
 					"--mcp-config", promptTool, "--permission-prompt-tool", supervisor.PromptToolName, "--", "go")
 			default:
 				args := append(append([]string{"run", "--policy", policy}, v.args...), "--", claudeBin, "-p", "--output-format", "json", "--", "go")
@@ -191,6 +200,7 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 		}
 	}
 	ratio("toolgate", "floor_mcp", "toolgate_x_floor_mcp")
+	ratio("toolgate", "floor_durable", "toolgate_x_floor_durable")
 	// Where run's time goes: what it adds to a turn, to the session's
 	// start and to its end, against the floor with the MCP server (which
 	// run configures too), each the median of the rounds' differences;
@@ -213,6 +223,7 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 		added(name, "floor_mcp", name+"_last_ms", func(p phase) time.Duration { return p.last })
 	}
 	added("floor_mcp", "floor", "floor_mcp_first_ms", func(p phase) time.Duration { return p.first })
+	added("floor_durable", "floor_mcp", "floor_durable_turn_ms", func(p phase) time.Duration { return p.turn })
 }
 
 // phase is where a session's time went: until claude asked for its first
@@ -271,6 +282,47 @@ func noopHookServer(b testing.TB) string {
 		b.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) })}
+	go srv.Serve(ln)
+	b.Cleanup(func() { srv.Close() })
+	return `{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"http","url":"http://` + ln.Addr().String() + `/hook","timeout":30}]}]}}`
+}
+
+// durableHookServer is noopHookServer's hook, which first writes 1 KB to
+// a file and fdatasyncs it, over blocks written before (as the ledger's
+// journal is): the least a gate that records a call before it answers
+// does.
+func durableHookServer(b testing.TB) string {
+	f, err := os.Create(filepath.Join(b.TempDir(), "journal"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	const size = 1 << 20
+	if _, err := f.Write(make([]byte, size)); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	var mu sync.Mutex
+	var off int64
+	record := make([]byte, 1024)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if _, err := f.WriteAt(record, off); err != nil {
+			panic(err)
+		}
+		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+			panic(err)
+		}
+		off = (off + int64(len(record))) % size
+	})}
 	go srv.Serve(ln)
 	b.Cleanup(func() { srv.Close() })
 	return `{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"http","url":"http://` + ln.Addr().String() + `/hook","timeout":30}]}]}}`
