@@ -44,7 +44,7 @@ func compactSHA256(toolName string, input []byte) (string, error) {
 // compact is input compacted, which checks it as json.Valid would.
 func compact(input []byte) ([]byte, error) {
 	var buf bytes.Buffer
-	buf.Grow(len(input))
+	buf.Grow(len(input)) // at most as long: one allocation, where json.Compact would grow it step by step
 	if err := json.Compact(&buf, input); err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (l *Ledger) Propose(ctx context.Context, c api.Call) (call api.Call, existe
 }
 
 // propose records a proposal inside a transaction, or finds it recorded;
-// doc is the proposal encoded (encodeProposal).
+// doc is the proposal encoded (newProposal).
 func propose(t *tx, p api.Call, doc proposalJSON) (api.Call, bool, error) {
 	c, found, err := getCall(t, p.ToolUseID)
 	if err != nil {
@@ -165,26 +165,22 @@ const proposedAtZero = `"proposed_at":"0001-01-01T00:00:00Z"`
 
 // inputNull is the input field of a call with no input, as json.Marshal
 // writes it. The fields before it are strings, in which every quote is
-// escaped: the first occurrence is the field.
+// escaped, so the first occurrence is the field
+// (TestProposalCutsAfterStrings holds api.Call to that).
 const inputNull = `"input":null`
 
-// newProposal encodes the proposal of p, whose input must be JSON.
+// newProposal encodes the proposal of p, whose input must be JSON. The
+// input is compacted once, for its hash and for the document: json.Marshal
+// would compact it again as it copied it (a RawMessage's bytes are
+// compacted, and HTML characters escaped), so the call is encoded without
+// it, and the compacted input put in as json.Marshal would have written it.
 func newProposal(p api.Call) (proposalJSON, error) {
 	compacted, err := compact(p.Input)
 	if err != nil {
 		return proposalJSON{}, fmt.Errorf("propose: input is not valid JSON")
 	}
-	return encodeProposal(p, sumInput(p.ToolName, compacted), compacted)
-}
-
-// encodeProposal encodes the proposal of p, whose input hashes to hash and
-// compacts to compacted. json.Marshal would compact the input again (a
-// RawMessage's bytes are compacted, and HTML characters escaped, as they
-// are copied): the call is encoded without it, and the input's bytes put in
-// as json.Marshal would have written them.
-func encodeProposal(p api.Call, hash string, compacted []byte) (proposalJSON, error) {
 	c := proposal(p)
-	c.InputSHA256 = hash
+	c.InputSHA256 = sumInput(c.ToolName, compacted)
 	bare := c
 	bare.Input = nil
 	raw, err := json.Marshal(bare)
@@ -196,21 +192,23 @@ func encodeProposal(p api.Call, hash string, compacted []byte) (proposalJSON, er
 		return proposalJSON{}, fmt.Errorf("propose: encode call %s: no input or proposed_at in %.80q", c.ToolUseID, raw)
 	}
 	var head bytes.Buffer
-	head.Grow(at + len(compacted) + 16)
+	head.Grow(at + len(compacted) + len(`"proposed_at":"`)) // the input escaped once or not at all: one allocation mostly
 	head.Write(raw[:in+len(`"input":`)])
-	if htmlEscaped(compacted) {
-		head.Write(compacted)
-	} else {
+	if needsHTMLEscape(compacted) {
 		json.HTMLEscape(&head, compacted)
+	} else {
+		head.Write(compacted)
 	}
 	head.Write(raw[in+len(inputNull) : at+len(`"proposed_at":"`)])
 	return proposalJSON{call: c, head: head.Bytes(), tail: raw[at+len(proposedAtZero)-1:]}, nil
 }
 
-// htmlEscaped reports whether json.HTMLEscape would leave b as it is: it
-// holds none of <, >, & and U+2028, U+2029 (whose UTF-8 starts with 0xE2).
-func htmlEscaped(b []byte) bool {
-	return !bytes.ContainsAny(b, "<>&") && bytes.IndexByte(b, 0xe2) < 0
+// needsHTMLEscape reports whether json.HTMLEscape may change b: whether it
+// holds <, > or &, or a byte 0xE2, with which U+2028 and U+2029 start in
+// UTF-8 (as do other characters HTMLEscape leaves alone: this is a quick
+// test, not an exact one).
+func needsHTMLEscape(b []byte) bool {
+	return bytes.ContainsAny(b, "<>&") || bytes.IndexByte(b, 0xe2) >= 0
 }
 
 // at is the proposal's document for a call proposed at t, which is UTC.

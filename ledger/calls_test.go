@@ -3,6 +3,7 @@ package ledger
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -52,15 +53,32 @@ func TestProposalIsWhatJSONGives(t *testing.T) {
 
 func FuzzProposal(f *testing.F) {
 	for _, input := range proposalInputs {
-		f.Add(input, "toolu_1", "/tmp", int64(1764644645123456789))
+		f.Add(input, "toolu_1", "s1", "", "Bash", "/tmp", int64(1764644645123456789))
 	}
-	f.Fuzz(func(t *testing.T, input, id, cwd string, nanos int64) {
+	f.Fuzz(func(t *testing.T, input, id, session, agent, tool, cwd string, nanos int64) {
 		if !json.Valid([]byte(input)) {
 			return // Record refuses it before encoding
 		}
-		c := api.Call{ToolUseID: id, SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(input), Cwd: cwd}
+		c := api.Call{ToolUseID: id, SessionID: session, AgentID: agent, ToolName: tool, Input: json.RawMessage(input), Cwd: cwd}
 		checkProposal(t, c, time.Unix(0, nanos).UTC())
 	})
+}
+
+// newProposal finds the input's place by the first "input":null in the
+// encoding of the call without it: every field before Input must be a
+// string, in which quotes are escaped.
+func TestProposalCutsAfterStrings(t *testing.T) {
+	typ := reflect.TypeFor[api.Call]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if f.Name == "Input" {
+			return
+		}
+		if f.Type.Kind() != reflect.String {
+			t.Fatalf("api.Call.%s, before Input, is a %s: newProposal's cut at %s may then fall inside it", f.Name, f.Type, inputNull)
+		}
+	}
+	t.Fatal("api.Call has no field Input")
 }
 
 func checkProposal(t *testing.T, c api.Call, at time.Time) {
