@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -77,7 +79,8 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 		}
 		script = append(script, s)
 	}
-	noop, durable := noopHookServer(b), durableHookServer(b)
+	noop := noopHookServer(b)
+	durable, synced := durableHookServer(b)
 	promptTool := promptToolServer(b)
 	baseline := os.Getenv("TOOLGATE_BENCH_BASELINE")
 	type variant struct {
@@ -156,6 +159,11 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 			}
 			if n := len(model.ToolResults()); n != calls {
 				b.Fatalf("%s: %d tool results, want %d", v.name, n, calls)
+			}
+			if v.name == "floor_durable" {
+				if n, err := synced(); n != calls || err != nil {
+					b.Fatalf("%s: %d calls made durable, want %d (%v)", v.name, n, calls, err)
+				}
 			}
 			times[v.name][round] = d
 			p := phases[v.name][round]
@@ -290,23 +298,30 @@ func noopHookServer(b testing.TB) string {
 // durableHookServer is noopHookServer's hook, which first writes 1 KB to
 // a file and fdatasyncs it, over blocks written before (as the ledger's
 // journal is): the least a gate that records a call before it answers
-// does.
-func durableHookServer(b testing.TB) string {
+// does. synced is how many records were made durable since it was last
+// called, or the first write or sync that failed: a failed hook is no
+// verdict to the CLI, and the round would time nothing durable. Neither
+// the file nor the record is zeros, which a filesystem may store for less.
+func durableHookServer(b testing.TB) (settings string, synced func() (int, error)) {
 	f, err := os.Create(filepath.Join(b.TempDir(), "journal"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { f.Close() })
 	const size = 1 << 20
-	if _, err := f.Write(make([]byte, size)); err != nil {
+	if _, err := f.Write(bytes.Repeat([]byte("toolgate"), size/8)); err != nil {
 		b.Fatal(err)
 	}
 	if err := f.Sync(); err != nil {
 		b.Fatal(err)
 	}
-	var mu sync.Mutex
-	var off int64
-	record := make([]byte, 1024)
+	var (
+		mu     sync.Mutex
+		off    int64
+		n      int
+		failed error
+	)
+	record := bytes.Repeat([]byte(`{"call":1}`), 103)[:1024]
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -315,17 +330,27 @@ func durableHookServer(b testing.TB) string {
 		io.Copy(io.Discard, r.Body)
 		mu.Lock()
 		defer mu.Unlock()
-		if _, err := f.WriteAt(record, off); err != nil {
-			panic(err)
+		_, err := f.WriteAt(record, off)
+		if err == nil {
+			err = unix.Fdatasync(int(f.Fd()))
 		}
-		if err := unix.Fdatasync(int(f.Fd())); err != nil {
-			panic(err)
+		if err != nil {
+			failed = cmp.Or(failed, err)
+			return
 		}
+		n++
 		off = (off + int64(len(record))) % size
 	})}
 	go srv.Serve(ln)
 	b.Cleanup(func() { srv.Close() })
-	return `{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"http","url":"http://` + ln.Addr().String() + `/hook","timeout":30}]}]}}`
+	synced = func() (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		done := n
+		n = 0
+		return done, failed
+	}
+	return `{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"http","url":"http://` + ln.Addr().String() + `/hook","timeout":30}]}]}}`, synced
 }
 
 // startDaemon starts the world's daemon with bin (toolgate serve), and
