@@ -61,15 +61,15 @@ func settingsLayers(claudeDir, cwd string) []string {
 // repository's root too. run checks them all: a layer more is no harm.
 // Nothing here blocks (the model's code can make .git a FIFO).
 func gitRoots(cwd string) []string {
-	dir := filepath.Clean(cwd)
-	for {
+	cwd = filepath.Clean(cwd)
+	for dir := cwd; ; {
 		if fi, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
 			var roots []string
-			if dir != filepath.Clean(cwd) {
+			if dir != cwd {
 				roots = append(roots, dir)
 			}
 			if fi.Mode().IsRegular() {
-				if main := mainWorktree(dir); main != "" && main != dir && main != filepath.Clean(cwd) {
+				if main := mainWorktree(dir); main != "" && main != dir && main != cwd {
 					roots = append(roots, main)
 				}
 			}
