@@ -52,6 +52,7 @@ func (w *world) runAsyncCmd(a runArgs) (*running, func() result) {
 // 1: ask -> toolgate approve from another process -> the call runs once;
 // the decision's actor is the OS user; the report says source person.
 func TestApproveFromAnotherProcess(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
 		l, wait := w.runAsync(runArgs{transport: transport, policy: askTouchPolicy, script: []modelscript.Step{step(bash("toolu_e2e_appr", "touch approved.txt"))}})
@@ -97,6 +98,7 @@ func TestApproveFromAnotherProcess(t *testing.T) {
 // 2: ask -> toolgate deny --reason -> not run; the model's tool_result
 // names the rule and the reason_code (never the person's note); exit 77.
 func TestDenyFromAnotherProcess(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	l, wait := w.runAsync(runArgs{policy: askTouchPolicy, script: []modelscript.Step{step(bash("toolu_e2e_deny", "touch denied.txt"))}})
 	id := l.approvalID(t)
@@ -124,6 +126,7 @@ func TestDenyFromAnotherProcess(t *testing.T) {
 // 3: a 5-second approval timeout and nobody answering: deny
 // approval_expired, exit 75; a later approve is refused.
 func TestApprovalExpires(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	l, wait := w.runAsync(runArgs{policy: askTouchPolicy, toolgate: []string{"--approval-timeout", "5s"},
 		script: []modelscript.Step{step(bash("toolu_e2e_exp", "touch late.txt"))}})
@@ -151,6 +154,7 @@ func TestApprovalExpires(t *testing.T) {
 // checks its idle limit every 30 s (CONTRACT.md §2), so with the limit at
 // 3 s the wait must pass 33 s to be able to fail: it waits 36 s.
 func TestLongWaitSurvivesTheIdleWatchdog(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	l, wait := w.runAsync(runArgs{policy: askTouchPolicy, claudeEnv: []string{"CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT=3000"},
 		script: []modelscript.Step{step(bash("toolu_e2e_slow", "touch slow.txt"))}})
@@ -172,6 +176,7 @@ func TestLongWaitSurvivesTheIdleWatchdog(t *testing.T) {
 // asks again for the same tool_use_id; approve then lets the call run
 // exactly once, and the approval record is the same one.
 func TestDaemonKilledWhileWaiting(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	policy := `{"version": 1, "default": "allow", "rules": [
 	  {"id": "ask-tee", "effect": "ask", "tool": "Bash", "input": {"command": {"command": [["tee"]]}}, "reason_code": "needs_review"}]}`
@@ -218,6 +223,7 @@ func TestDaemonKilledWhileWaiting(t *testing.T) {
 // toolgate approve for the model's next, pending call: refused
 // self_approval; the call stays pending and expires.
 func TestDetachedSelfApprovalIsRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	log := filepath.Join(w.root, "detached.log")
 	// The script is a file of the project, as an allowed program's code
@@ -247,6 +253,7 @@ func TestDetachedSelfApprovalIsRefused(t *testing.T) {
 // 7: two parallel Read calls in one message both ask: both wait, and each
 // is resolved on its own.
 func TestTwoParallelAsks(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a, b := w.writeFile("a.txt", "alpha"), w.writeFile("b.txt", "bravo")
 	policy := `{"version": 1, "default": "allow", "rules": [
@@ -278,6 +285,7 @@ func TestTwoParallelAsks(t *testing.T) {
 // toolgate watch (line mode, stdin a pipe) shows the ask of a real gated
 // session, approves it, and the call runs.
 func TestWatchApproves(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	l, wait := w.runAsync(runArgs{policy: askTouchPolicy, script: []modelscript.Step{step(bash("toolu_e2e_watch", "touch watched.txt"))}})
 	id := l.approvalID(t)

@@ -81,6 +81,7 @@ func needTools(t *testing.T, tools ...string) {
 // (any process of the user could), then approves the session's pending ask
 // with CLAUDECODE cleared from its environment.
 func TestAttackEndOwnSessionThenApprove(t *testing.T) {
+	t.Parallel()
 	needTools(t, "curl")
 	w := newWorld(t)
 	log := filepath.Join(w.root, "attack.log")
@@ -145,6 +146,7 @@ while True:
 // takes its lock and serves its own gate.sock answering allow; then a call
 // a deny rule covers and one that asks.
 func TestAttackReplaceTheGate(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		needTools(t, "curl", "python3")
 		w := newWorld(t)
@@ -199,6 +201,7 @@ func TestAttackReplaceTheGate(t *testing.T) {
 // cron job does) while claude waits for a person. claude must not go on
 // as an orphan, and the session must end, so that the daemon can idle out.
 func TestAttackOutliveTheSupervisor(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	l, _ := w.runAsyncCmd(runArgs{policy: attackPolicy, script: []modelscript.Step{step(bash("toolu_atk5_ask", "touch orphan.txt"))}})
 	id := l.lines.approvalID(t)
@@ -240,6 +243,7 @@ func TestAttackOutliveTheSupervisor(t *testing.T) {
 // for every notification id, with the keys it saw and with the old
 // approve:ID form.
 func TestAttackForgeADesktopClick(t *testing.T) {
+	t.Parallel()
 	needTools(t, "dbus-send", "dbus-monitor")
 	w := newWorld(t)
 	bus := dbustest.SessionBus(t)
@@ -287,6 +291,7 @@ done
 // own, which "clicks" approve on every notification toolgate notify sends
 // it: it holds the keys, since notify gave them to it.
 func TestAttackBeTheNotificationServer(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	bus := dbustest.SessionBus(t)
 	self, err := os.Executable()
@@ -391,6 +396,7 @@ open(sys.argv[3], "w").write("\n".join(out + [json.dumps(t)]) + "\n")
 // its tail, or rewrites the chain (who approved) and hashes it again. The
 // person verifies the files afterwards.
 func TestAttackRewriteHistory(t *testing.T) {
+	t.Parallel()
 	needTools(t, "python3")
 	w := newWorld(t)
 	l, wait := w.runAsync(runArgs{policy: attackPolicy, script: []modelscript.Step{step(bash("toolu_atk4_first", "touch approved.txt"))}})
@@ -447,6 +453,7 @@ func TestAttackRewriteHistory(t *testing.T) {
 // settings; talk to the gate's socket; schedule a command that approves
 // later.
 func TestAttackTheGatesOwnFiles(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	os.MkdirAll(filepath.Join(w.project, ".claude"), 0o700)
 	projectSettings := w.writeFile(".claude/settings.json", `{"permissions":{}}`)
@@ -538,6 +545,7 @@ if hook["type"] == "http":
 // proposes a call through the hook endpoint, which it then sends with
 // another input; then it tries to kill toolgate run.
 func TestAttackPromptToolAndRun(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		needTools(t, "python3")
 		w := newWorld(t)
@@ -577,6 +585,7 @@ func TestAttackPromptToolAndRun(t *testing.T) {
 // allowed program runs cannot write toolgate's files or Claude Code's
 // settings, reach a Unix socket, or signal the gate.
 func TestAttackFromInsideTheBashSandbox(t *testing.T) {
+	t.Parallel()
 	needTools(t, "bwrap", "socat", "python3")
 	w := newWorld(t)
 	os.MkdirAll(filepath.Join(w.project, ".claude"), 0o700)
@@ -643,6 +652,7 @@ print("wrote", sys.argv[1])
 // After each, a Read a deny rule covers. toolgate run's settings pin each
 // key (a --settings layer wins).
 func TestAttackSettingsSilenceTheHooks(t *testing.T) {
+	t.Parallel()
 	needTools(t, "python3")
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
@@ -695,6 +705,7 @@ func TestAttackSettingsSilenceTheHooks(t *testing.T) {
 // loopback would take run's http hooks, and fail them: run exempts its
 // listener.
 func TestProxyInTheEnvironment(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
 		w.writeFile("secret.txt", "the secret")
@@ -718,6 +729,7 @@ func TestProxyInTheEnvironment(t *testing.T) {
 // which Claude Code reports with every event, not the one the session
 // started in.
 func TestAttackChangeDirectoryThenRead(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	os.MkdirAll(filepath.Join(w.project, "sub"), 0o700)
 	w.writeFile(".env", "API_KEY=SECRET")
@@ -746,6 +758,7 @@ func TestAttackChangeDirectoryThenRead(t *testing.T) {
 // its deadline. (With command hooks run's poll of the layers finds it,
 // and stops the session.)
 func TestAttackSettingsLayerMadeAFIFO(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
 		w.writeFile("secret.txt", "the secret")

@@ -16,6 +16,7 @@ import (
 // before: exit 69 "stop the daemon first"). A ledger no daemon serves gets
 // a private daemon; one another process holds is refused with a way out.
 func TestAuditThroughTheDaemon(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := w.run(runArgs{policy: allowTouchPolicy, script: []modelscript.Step{step(bash("toolu_audit_1", "touch a.txt"))}})
 	if r.code != 0 {
@@ -74,6 +75,7 @@ func TestAuditThroughTheDaemon(t *testing.T) {
 // id: toolu_z came after toolu_a), the report too; a session it does not
 // know is an error that says so (65), not an empty list.
 func TestAuditListsByTime(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := w.run(runArgs{policy: allowTouchPolicy, script: []modelscript.Step{step(bash("toolu_z_first", "touch 1.txt")), step(bash("toolu_a_second", "touch 2.txt"))}})
 	if r.code != 0 || len(r.report.Calls) != 2 || r.report.Calls[0].ToolUseID != "toolu_z_first" {
@@ -97,6 +99,7 @@ func TestAuditListsByTime(t *testing.T) {
 // prune prints, in the ledger and in an export; an anchor from before the
 // prune says it was pruned.
 func TestAuditPrune(t *testing.T) {
+	t.Parallel()
 	needTools(t, "python3")
 	w := newWorld(t)
 	first := w.run(runArgs{policy: allowTouchPolicy, script: []modelscript.Step{step(bash("toolu_prune_1", "touch a.txt"))}})

@@ -17,6 +17,7 @@ import (
 // domain (it cannot signal the process that started it), and it never
 // starts when that process is not its parent any more.
 func TestHookContainMode(t *testing.T) {
+	t.Parallel()
 	self := strconv.Itoa(os.Getpid())
 	signalRun := []string{"sh", "-c", "kill -0 " + self}
 
@@ -91,6 +92,7 @@ exec "$@"
 // directory starts claude through the model's program, outside the
 // Landlock domain.
 func TestAttackReplaceARelativeHook(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	os.MkdirAll(filepath.Join(w.project, "bin"), 0o700)
 	data, err := os.ReadFile(hookBin)
@@ -117,6 +119,7 @@ func TestAttackReplaceARelativeHook(t *testing.T) {
 // started as one that went well: it answers as a hook and exits 0, and
 // claude never starts. run exits 69 and says what to do.
 func TestRunWithAHookOfAnotherBuild(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	old := w.writeFile("old-hook", "#!/bin/sh\necho '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"deny\"}}'\n")
 	os.Chmod(old, 0o755)
@@ -134,6 +137,7 @@ func TestRunWithAHookOfAnotherBuild(t *testing.T) {
 // gone, a binary of another architecture) fails after contain said "ok":
 // run must not take it for a claude that started and exited 69.
 func TestRunWithAClaudeThatCannotBeExecuted(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	broken := w.writeFile("claude-broken", "#!/nonexistent/interpreter\n")
 	os.Chmod(broken, 0o755)

@@ -67,6 +67,7 @@ func (w *world) daemonStatus(env []string) (code int, st struct {
 // Before, each looked for sockets of its own: the second exited 69, "ledger
 // ... is in use by another process".
 func TestOneDaemonWhateverTheEnvironment(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	desk, cron := w.desktopEnv(nil), w.cronEnv(nil)
 	t.Cleanup(func() { w.toolgateIn(desk, "daemon", "stop") })
@@ -120,6 +121,7 @@ func TestOneDaemonWhateverTheEnvironment(t *testing.T) {
 // Approvers never start a daemon: with none running there is nothing to
 // decide, and they say so (exit 69) instead of leaving one behind.
 func TestApproversStartNoDaemon(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	for _, args := range [][]string{{"pending"}, {"show", "apr_x"}, {"approve", "apr_x"}, {"deny", "apr_x"}, {"daemon", "status"}} {
 		code, out := w.toolgate(args...)
@@ -141,6 +143,7 @@ func TestApproversStartNoDaemon(t *testing.T) {
 // later the call runs, once. Before, the daemon waited out its 10 s
 // shutdown timeout on the waiting request and exited with an error.
 func TestDaemonStopsWhileAsksWait(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	run, wait := w.runAsyncCmd(runArgs{policy: askTouchPolicy, script: []modelscript.Step{step(bash("toolu_stop_1", "touch once.txt"))}})
 	id := run.lines.approvalID(t)

@@ -74,6 +74,7 @@ func (w *world) deferred(t *testing.T, steps []modelscript.Step, extra ...string
 // The run defers through either hook transport (the http hook answers
 // "defer" as the hook binary does); resume goes on with the default.
 func TestDeferApproveResume(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
 		r, id := w.deferred(t, []modelscript.Step{step(bash("toolu_def", "touch deferred.txt"))}, "--hook-transport", transport)
@@ -119,6 +120,7 @@ func TestDeferApproveResume(t *testing.T) {
 }
 
 func TestDeferDenyAndExpiry(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"deny", "expire"} {
 		t.Run(how, func(t *testing.T) {
 			w := newWorld(t)
@@ -158,6 +160,7 @@ func TestDeferDenyAndExpiry(t *testing.T) {
 // asking one is deferred. With two asks, Claude Code would keep only the
 // last deferred one: the second is denied deferred_sibling.
 func TestDeferInABatch(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r, id := w.deferred(t, []modelscript.Step{step(bash("toolu_echo", "echo ran > echo.txt"), bash("toolu_def", "touch deferred.txt"),
 		bash("toolu_sib", "touch sibling.txt"))})

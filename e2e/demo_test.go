@@ -11,6 +11,7 @@ import (
 // toolgate demo runs end to end with the real CLI and explains the audit,
 // and does so again on the same ledger (tool_use_ids run once, ever).
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	var out []byte
 	for range 2 {
@@ -35,6 +36,7 @@ func TestDemo(t *testing.T) {
 // The README's first screen gives exactly two commands, and they are the
 // ones CI runs.
 func TestReadmeCommandsAreWhatCIRuns(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)

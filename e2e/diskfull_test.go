@@ -19,6 +19,7 @@ import (
 // calls are denied gate_unavailable (never allowed), nothing acknowledged
 // is lost, and the gate recovers once there is space again.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	if os.Getuid() != 0 {
 		t.Fatal("this test mounts a tmpfs and must run as root (CI does)")
 	}

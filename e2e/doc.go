@@ -4,6 +4,11 @@
 // small MCP server fixture, and the real toolgate binaries, daemon and
 // ledger. Fakes are for the model's replies and the user's MCP server only.
 //
+// Every test runs in a world of its own (newWorld: its XDG directories, so
+// its own daemon and ledger, a HOME and a project) and in parallel with the
+// others (t.Parallel, bounded by go test's -parallel): a test that needed
+// what another test touches would have to say so and stay serial.
+//
 // Environment:
 //
 //	TOOLGATE_CLAUDE_VERSION  the Claude Code version to test (default: the pinned one)

@@ -78,6 +78,7 @@ func (j cronJob) reports() []string {
 // says what was denied. Before, it exited 127 ("claude failed on its own")
 // and deleted the report it told the user to read.
 func TestCronExample(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	j := newCronJob(t, w)
 	desk := w.desktopEnv(nil)
@@ -163,6 +164,7 @@ func TestCronExample(t *testing.T) {
 // anyone decided starts no new work; the tick after the approval resumes
 // the session (the deferred call runs, once) and then starts new work.
 func TestCronExampleDefers(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	j := newCronJob(t, w)
 	desk := w.desktopEnv(nil)

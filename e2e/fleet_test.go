@@ -126,6 +126,7 @@ const fleetPolicy = `{"version": 1, "default": "allow", "rules": [
 // deny --fleet. Each decision reaches its own host, A's call runs once,
 // B's does not, and each host's audit in Postgres is its local chain.
 func TestFleetApproveWithTheCLI(t *testing.T) {
+	t.Parallel()
 	f := newFleetDB(t)
 	a, b := newWorld(t), newWorld(t)
 	f.host(a, "host_a")
@@ -216,6 +217,7 @@ func (f *fleetDB) pending(dsn string) []fleet.Ask {
 // served by a process on a third machine, in a real headless Chromium; the
 // call runs once, and the audit in Postgres is A's chain.
 func TestFleetApproveFromTheBrowser(t *testing.T) {
+	t.Parallel()
 	needTools(t, "chromium")
 	f := newFleetDB(t)
 	a, other := newWorld(t), newWorld(t)
@@ -300,6 +302,7 @@ func browser(t *testing.T) context.Context {
 // person approves a real claude's ask in a real headless Chromium, and the
 // daemon records them from the page's process (peer credentials).
 func TestWebApprovesTheLocalQueue(t *testing.T) {
+	t.Parallel()
 	needTools(t, "chromium")
 	w := newWorld(t)
 	l, wait := w.runAsync(runArgs{policy: fleetPolicy, script: []modelscript.Step{step(bash("toolu_web_local", "echo ran >> ran.txt"))}})
@@ -323,6 +326,7 @@ func TestWebApprovesTheLocalQueue(t *testing.T) {
 // reconnects, the approver's decision after the restart reaches it, the
 // call runs once, and the audit in Postgres is still A's chain.
 func TestFleetPostgresRestartsWhileAnAskWaits(t *testing.T) {
+	t.Parallel()
 	f := newFleetDB(t)
 	a := newWorld(t)
 	f.host(a, "host_a")
@@ -351,6 +355,7 @@ func TestFleetPostgresRestartsWhileAnAskWaits(t *testing.T) {
 // expires on its clock into a deny (exit 75), and once Postgres is back the
 // host publishes it, expired, with its whole chain.
 func TestFleetPostgresDownForTheWholeAsk(t *testing.T) {
+	t.Parallel()
 	f := newFleetDB(t)
 	a := newWorld(t)
 	f.host(a, "host_a")
@@ -386,6 +391,7 @@ func TestFleetPostgresDownForTheWholeAsk(t *testing.T) {
 // prune's event and what came after it included, each linked to the one
 // before.
 func TestFleetPruneKeepsTheOutbox(t *testing.T) {
+	t.Parallel()
 	f := newFleetDB(t)
 	a := newWorld(t)
 	f.host(a, "host_a")

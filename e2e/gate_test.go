@@ -17,6 +17,7 @@ const allowTouchPolicy = `{"version": 1, "default": "deny", "rules": [
 // 1: an allowed Bash call runs once; the audit shows proposed -> allow
 // (rule) -> executed.
 func TestAllowedBashRunsOnce(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
 		r := w.run(runArgs{transport: transport, policy: allowTouchPolicy, script: []modelscript.Step{step(bash("toolu_e2e_touch", "touch made.txt"))}})
@@ -46,6 +47,7 @@ func TestAllowedBashRunsOnce(t *testing.T) {
 // 2: a deny rule on Bash: not run, the model's tool_result names the rule
 // and the reason_code, exit 77.
 func TestDeniedBash(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
 		keep := w.writeFile("keep.txt", "precious")
@@ -76,6 +78,7 @@ func TestDeniedBash(t *testing.T) {
 // 3: a Read of .env inside the project, which the CLI would auto-allow, is
 // denied by the hook.
 func TestEnvReadInProjectIsDenied(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
 		w.writeFile(".env", "API_KEY=very-secret-value")
@@ -100,6 +103,7 @@ func TestEnvReadInProjectIsDenied(t *testing.T) {
 // 4: an ask rule on a Read inside the project reaches the prompt tool;
 // in a fully unattended run (--on-ask deny) it is denied no_approver.
 func TestAskReachesThePromptTool(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
 		w.writeFile("notes.txt", "hello")

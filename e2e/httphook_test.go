@@ -32,6 +32,7 @@ func (w *world) readFile(id, name string) modelscript.ToolUse {
 // verdict, and denies by itself before the timeout. If a release starts
 // refusing calls on a failed hook, this test says so.
 func TestClaudeCodeHTTPHookFailures(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.writeFile("notes.txt", "the file's content")
 	release := make(chan struct{})
@@ -116,6 +117,7 @@ func TestClaudeCodeHTTPHookFailures(t *testing.T) {
 // run unasked: the hook answers deny gate_unavailable at its deadline,
 // well before Claude Code's timeout for it, and the call never runs.
 func TestStalledGateDeniesAtTheDeadline(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
 		w.writeFile("notes.txt", "the file's content")
@@ -162,6 +164,7 @@ func TestStalledGateDeniesAtTheDeadline(t *testing.T) {
 // it (its parent-death signal), so no call after it ever runs, whatever
 // the hook's transport (with http hooks, the listener died with run).
 func TestKilledRunEndsClaude(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
 		fifo := filepath.Join(w.root, "release.fifo")

@@ -17,6 +17,7 @@ import (
 // 7: the same tool_use_id in two turns: the second is denied
 // duplicate_tool_use_id and the command ran once.
 func TestDuplicateToolUseID(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
 		twice := bash("toolu_e2e_dup", "echo once | tee -a count.txt")
@@ -54,6 +55,7 @@ func TestDuplicateToolUseID(t *testing.T) {
 // gate_unavailable, nothing ran, and run exits 69 (the gate was lost),
 // saying why.
 func TestDaemonGoneFailsClosed(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
 		var held *ledger.Ledger
@@ -143,6 +145,7 @@ func TestDaemonGoneFailsClosed(t *testing.T) {
 // 9: two runs at once share one daemon and one audit, and neither sees the
 // other's session.
 func TestTwoRunsShareOneDaemon(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	var cmds [2]*exec.Cmd
 	var finishes [2]func(*exec.Cmd) result
@@ -185,6 +188,7 @@ func TestTwoRunsShareOneDaemon(t *testing.T) {
 // A tool_use_id that ran in one session and comes again in another is
 // denied, and the second session's report and audit say so.
 func TestDuplicateAcrossSessions(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
 		same := []modelscript.Step{step(bash("toolu_e2e_twice", "touch first.txt"))}

@@ -139,6 +139,7 @@ func (w *world) toolgateOut(args ...string) (int, string) {
 // an allowed call and a denied one beside it; the audit is complete and
 // the session ends with claude. Then uninstall leaves the project as it was.
 func TestInstalledHookGatesClaudeP(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.writeFile(".env", "SECRET=1")
 	w.installProject()
@@ -227,6 +228,7 @@ func TestInstalledHookGatesClaudeP(t *testing.T) {
 // call), and the record says so: expired, handed_to_claude, nothing
 // written back, not run.
 func TestInstalledHookHandsOffToClaude(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.installProject("--approval-timeout", "2s")
 	res, code, model := w.claudeP([]modelscript.Step{step(bash("toolu_inst_late", "touch late.txt"))}, nil, interactiveStyle()...)
@@ -273,6 +275,7 @@ func TestInstalledHookHandsOffToClaude(t *testing.T) {
 // the sandbox: in it, the detached process could not reach the daemon at
 // all, TestInstalledSandboxHoldsTheModel.)
 func TestInstalledDetachedSelfApprovalIsRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.installProject("--approval-timeout", "8s", "--containment", "off")
 	log := filepath.Join(w.root, "detached.log")
@@ -307,6 +310,7 @@ func TestInstalledDetachedSelfApprovalIsRefused(t *testing.T) {
 // files, whatever program runs them. Uninstall gives the file back byte
 // for byte.
 func TestInstalledSandboxHoldsTheModel(t *testing.T) {
+	t.Parallel()
 	needTools(t, "bwrap", "socat")
 	w := newWorld(t)
 	os.MkdirAll(filepath.Join(w.project, ".claude"), 0o700)
@@ -351,6 +355,7 @@ echo '{}' > `+ledger+`/forged && echo wrote || echo "no write"
 // the policy's deny. The hook refuses anything but a regular file there,
 // finds the daemon where it would without a record, and the deny stands.
 func TestInstalledHookRecordThatIsAFIFO(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.writeFile(".env", "SECRET=1")
 	w.installProject()

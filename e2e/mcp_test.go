@@ -42,6 +42,7 @@ const allowAllPolicy = `{"version": 1, "default": "allow", "rules": []}`
 // 5: an MCP call whose input violates the tool's published schema is denied
 // schema_invalid, and the fixture server is never called; a valid one runs.
 func TestMCPSchemaInvalid(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
 		config, log := fixtureConfig(t, w)
@@ -69,6 +70,7 @@ func TestMCPSchemaInvalid(t *testing.T) {
 // 6: a tool flagged requiresUserInteraction is denied at once with
 // requires_user_interaction; nothing is left pending and it never runs.
 func TestRequiresUserInteraction(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
 		config, log := fixtureConfig(t, w)
@@ -96,6 +98,7 @@ func TestRequiresUserInteraction(t *testing.T) {
 // it), and still denies invalid input from the cached schema. A server
 // that hangs is bounded by --mcp-timeout and says so while run waits.
 func TestMCPDiscoveryCachedAndBounded(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	starts := filepath.Join(w.root, "starts")
 	config, _ := fixtureConfig(t, w, "FIXTURE_STARTS="+starts)

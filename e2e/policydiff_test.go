@@ -27,6 +27,7 @@ const (
 // daemon's ledger, its export and the ledger opened by a private daemon
 // once the first is gone replay alike.
 func TestPolicyDiffReplaysARealSession(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.writeFile(".env", "SECRET=1")
 	env := modelscript.ToolUse{ID: "toolu_e2e_pd_env", Name: "Read", Input: map[string]string{"file_path": filepath.Join(w.project, ".env")}}

@@ -24,6 +24,7 @@ const reportPolicy = `{"version": 4, "default": "deny", "rules": [
 // a denied one and an expired ask are 1 allowed, 1 denied, 1 expired
 // (never a denial as well), exit 75.
 func TestReportEveryField(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	before := time.Now().UTC()
 	r := w.run(runArgs{policy: reportPolicy, toolgate: []string{"--approval-timeout", "2s"}, script: []modelscript.Step{

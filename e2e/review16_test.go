@@ -28,6 +28,7 @@ printf '%s\n' '{"type":"user","message":{"role":"user","content":[{"type":"tool_
 // execution (it cannot tell the line from Claude Code's); run must not
 // take it quietly: it stops the session and exits 69.
 func TestAttackForgeTheTranscriptDeniedRan(t *testing.T) {
+	t.Parallel()
 	if !httpHooks(t) {
 		return // an attack on the http transport, which this release does not take
 	}
@@ -122,6 +123,7 @@ print("released", flush=True)
 // Then it blanks the call's lines in the transcript, so run never learns
 // that a call ran without the gate.
 func TestAttackExhaustTheListener(t *testing.T) {
+	t.Parallel()
 	if !httpHooks(t) {
 		return // an attack on the http transport, which this release does not take
 	}
@@ -188,6 +190,7 @@ print("wrote the hook")
 // mid-session; the next Bash call the gate allows (echo) runs the command
 // the hook substitutes (rm -rf, which the policy denies).
 func TestAttackAddAHookMidSession(t *testing.T) {
+	t.Parallel()
 	needTools(t, "python3")
 	for _, variant := range []string{"plain", "mention", "named", "contain"} {
 		t.Run(variant, func(t *testing.T) { addAHookMidSession(t, variant) })
@@ -236,6 +239,7 @@ func addAHookMidSession(t *testing.T, variant string) {
 // variables cleared from its environment, prunes the audit through the
 // daemon (as an installed toolgate's user would).
 func TestAttackPruneTheAuditFromInside(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	first := w.run(runArgs{policy: attackPolicy, script: []modelscript.Step{step(bash("toolu_rv16_old", "echo old"))}})
 	if first.code != 0 {
@@ -269,6 +273,7 @@ func TestAttackPruneTheAuditFromInside(t *testing.T) {
 // over 4096 characters itself; what the FIFO does block is run's finish,
 // and the daemon's spool ingestion at its start and at a session's end.)
 func TestAttackSpoolFIFO(t *testing.T) {
+	t.Parallel()
 	if !httpHooks(t) {
 		return // an attack on the http transport, which this release does not take
 	}

@@ -15,6 +15,7 @@ import (
 // and a Read the policy denies ran, with a report of 0 calls and exit 0.
 // run refuses the argument (exit 64).
 func TestUserSettingsArgKeepsTheGate(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
 		secret := w.writeFile("secret.txt", "the secret")
@@ -43,6 +44,7 @@ func TestUserSettingsArgKeepsTheGate(t *testing.T) {
 // allowed, 1 executed"); written by the model's code during the session,
 // it did the same. run checks the root's layer too.
 func TestLocalSettingsAtTheGitRoot(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
 		if out, err := exec.Command("git", "init", "-q", w.project).CombinedOutput(); err != nil {
@@ -87,6 +89,7 @@ func TestLocalSettingsAtTheGitRoot(t *testing.T) {
 // secret (http hooks: exit 0, "2 allowed, 2 executed"), while run found
 // the layers clean. run polls the layers with http hooks too.
 func TestAttackSettingsLayerPutBack(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)
 		secret := w.writeFile("secret.txt", "the secret")

@@ -77,6 +77,7 @@ func (term *terminal) waitFor(t *testing.T, from int, parts ...string) int {
 // killed and started again; "a" approves the ask and the call runs; "d", a
 // typed reason and Enter deny the next one, whose note stays in the audit.
 func TestWatchScreen(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	l, wait := w.runAsync(runArgs{policy: askTouchPolicy, script: []modelscript.Step{
 		step(bash("toolu_e2e_tui1", "touch tui-approved.txt")), step(bash("toolu_e2e_tui2", "touch tui-denied.txt"))}})
@@ -130,6 +131,7 @@ func TestWatchScreen(t *testing.T) {
 // screen, and a script longer than the screen says how much more there is
 // and scrolls to its tail before anyone decides.
 func TestApproverSeesWhatRuns(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	script := "cat notes\u202etxt.sh\n"
 	for i := range 60 {

@@ -30,6 +30,7 @@ const stormPolicy = `{"version": 1, "default": "deny", "rules": [
 // recorded allow, every pending approval kept its expiry, and the audit
 // chain verifies.
 func TestCrashStorm(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	env := w.env(nil)
 	start := func() *exec.Cmd {
