@@ -26,6 +26,10 @@ type StatusResponse struct {
 	// Fleet says that the daemon's approvals are arbitrated by a fleet's
 	// PostgreSQL: people decide them with --fleet, not on approve.sock.
 	Fleet bool `json:"fleet,omitempty"`
+	// Broken says why the daemon can no longer serve (its ledger's
+	// directory removed, say): it is stopping, and denies every call.
+	// Added within protocol 4 (2026-12-05).
+	Broken string `json:"broken,omitempty"`
 }
 
 // ToolInfo is what an MCP server told about one of its tools.

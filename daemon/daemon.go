@@ -54,6 +54,9 @@ type Daemon struct {
 
 	inflight atomic.Int64
 	lastSeen atomic.Int64 // unix nanoseconds of the last request
+	// broken is why the daemon can no longer serve (health.go), once
+	// it cannot.
+	broken atomic.Value // string
 }
 
 // ErrRunning is returned by Serve when another daemon holds the runtime
@@ -89,7 +92,11 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer closeLedger(l, cfg.Paths.LedgerDir(), log)
+	vitals, err := newVitals(cfg.Paths)
+	if err != nil {
+		return err
+	}
 	gateLn, err := bindSocket(cfg.Paths.Socket())
 	if err != nil {
 		return err
@@ -123,10 +130,27 @@ func Serve(ctx context.Context, cfg Config) error {
 		log.Error("load the active sessions", "err", err)
 	}
 	d.ingestSpools(ctx)
-	return d.serve(ctx, gateLn, approveLn)
+	api.ClearStopNotes(cfg.Paths) // what the last daemon left: this one serves
+	if err := d.serve(ctx, gateLn, approveLn, vitals); err != nil {
+		return err
+	}
+	if why, _ := d.broken.Load().(string); why != "" {
+		return &BrokenError{Why: why}
+	}
+	return nil
 }
 
-func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener) error {
+// BrokenError is Serve's error when the daemon stopped because it could no
+// longer serve (health.go).
+type BrokenError struct{ Why string }
+
+func (e *BrokenError) Error() string { return "the daemon stopped: " + e.Why }
+
+// shutdownGrace is how long the requests in flight may take to finish once
+// the daemon stops.
+const shutdownGrace = 10 * time.Second
+
+func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener, vitals *vitals) error {
 	newServer := func(h http.Handler) *http.Server {
 		return &http.Server{Handler: h, ConnContext: withPeer, ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelWarn)}
@@ -140,6 +164,8 @@ func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener) erro
 		wg.Add(1)
 		go func() { defer wg.Done(); d.exitWhenIdle(ctx, cancel) }()
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); d.watchHealth(ctx, vitals, cancel) }()
 	wg.Add(1)
 	go func() { defer wg.Done(); d.gate.expireLoop(ctx) }()
 	if d.gate.fleet != nil {
@@ -171,7 +197,7 @@ func (d *Daemon) serve(ctx context.Context, gateLn, approveLn net.Listener) erro
 	// their callers ask the next daemon again. So a stop takes as long as
 	// the slowest short request, not as long as a person.
 	close(d.gate.stopping)
-	shutdown, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	shutdown, stop := context.WithTimeout(context.Background(), shutdownGrace)
 	defer stop()
 	approveSrv.Shutdown(shutdown)
 	if serr := gateSrv.Shutdown(shutdown); err == nil {
@@ -233,10 +259,15 @@ func (d *Daemon) endAbandoned(ctx context.Context) {
 }
 
 // anyPending reports whether an approval waits: the daemon stays to expire
-// it on time.
+// it on time. A ledger that cannot say holds nothing the daemon could
+// expire: it does not keep an idle daemon up.
 func (d *Daemon) anyPending(ctx context.Context) bool {
 	pending, err := d.ledger.Pending(ctx)
-	return err != nil || len(pending) > 0
+	if err != nil {
+		d.log.Warn("idle: the ledger cannot list its pending approvals", "err", err)
+		return false
+	}
+	return len(pending) > 0
 }
 
 func (d *Daemon) handler() http.Handler {
@@ -339,9 +370,10 @@ func (d *Daemon) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 	pending, _ := d.ledger.Pending(r.Context())
+	broken, _ := d.broken.Load().(string)
 	writeJSON(w, api.StatusResponse{Protocol: api.ProtocolVersion, Version: d.cfg.Version, PID: os.Getpid(),
 		Ledger: d.cfg.Paths.LedgerDir(), Sessions: d.sessions.active(), RuntimeDir: d.cfg.Paths.RuntimeDir,
-		StartedAt: d.started, Pending: len(pending), Fleet: d.gate.fleet != nil})
+		StartedAt: d.started, Pending: len(pending), Fleet: d.gate.fleet != nil, Broken: broken})
 }
 
 func (d *Daemon) handleRegister(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,10 @@ import (
 // filesystem has less than 32 MB free.
 type Options = store.Options
 
+// DefaultMinFree is the free space the ledger's filesystem keeps: below
+// it, writes fail with ErrDiskFull.
+const DefaultMinFree = store.DefaultMinFree
+
 // Errors of the ledger's store, for callers that branch on them.
 var (
 	ErrNotFound = store.ErrNotFound // an id the ledger does not know
