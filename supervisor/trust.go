@@ -147,6 +147,17 @@ func (g *trustedGate) restart(ctx context.Context) bool {
 			return false
 		}
 	}
+	// A daemon that stopped because it could no longer serve (its ledger's
+	// directory removed, read-only or full) is not started again: another
+	// one would serve a ledger this session was never recorded in, or fail
+	// the same way.
+	g.mu.Lock()
+	where := g.paths()
+	g.mu.Unlock()
+	if note, ok := api.StopNoteOf(where, pid); ok {
+		g.lose(fmt.Errorf("the daemon (pid %d) stopped: %s", pid, note.Reason))
+		return false
+	}
 	// A daemon killed a moment ago may still hold the ledger while the
 	// kernel tears it down: a start that fails is tried again, for a while;
 	// a process that is not the daemon loses the gate at once.

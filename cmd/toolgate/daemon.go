@@ -68,6 +68,9 @@ type daemonStatusJSON struct {
 	Running       bool   `json:"running"`
 	Ledger        string `json:"ledger"`
 	Log           string `json:"log"`
+	// LastStop, when no daemon runs, is why the last one stopped on its
+	// own, if it left a note.
+	LastStop *api.StopNote `json:"last_stop,omitempty"`
 	*api.StatusResponse
 }
 
@@ -79,6 +82,8 @@ func runDaemonStatus(ctx context.Context, w io.Writer, asJSON bool) error {
 	out := daemonStatusJSON{SchemaVersion: 1, Running: err == nil, Ledger: p.LedgerDir(), Log: p.LogFile()}
 	if err == nil {
 		out.StatusResponse, out.Ledger = &st, st.Ledger
+	} else if note, ok := api.ReadStopNote(p); ok {
+		out.LastStop = &note
 	}
 	if asJSON {
 		if werr := writeJSON(w, out); werr != nil {
@@ -90,8 +95,15 @@ func runDaemonStatus(ctx context.Context, w io.Writer, asJSON bool) error {
 		return nil
 	}
 	if err != nil {
-		return &gateUnavailable{fmt.Errorf("no toolgate daemon serves the ledger %s (nothing answers on %s)\n"+
-			"Try: toolgate daemon start (toolgate run starts one itself)", p.LedgerDir(), p.Socket())}
+		last := ""
+		if note, ok := api.ReadStopNote(p); ok {
+			last = fmt.Sprintf("\nThe last daemon (pid %d) stopped at %s: %s", note.PID, note.At.Local().Format(time.DateTime), note.Reason)
+		}
+		return &gateUnavailable{fmt.Errorf("no toolgate daemon serves the ledger %s (nothing answers on %s)%s\n"+
+			"Try: toolgate daemon start (toolgate run starts one itself)", p.LedgerDir(), p.Socket(), last)}
+	}
+	if st.Broken != "" {
+		fmt.Fprintf(w, "stopping  %s\n", st.Broken)
 	}
 	fmt.Fprintf(w, "running   pid %d, toolgate %s, protocol %d\n", st.PID, st.Version, st.Protocol)
 	fmt.Fprintf(w, "ledger    %s\n", st.Ledger)
