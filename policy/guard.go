@@ -148,9 +148,20 @@ func (g *Guard) command(script string, c Call) string {
 			return "toolgate " + words[i+1] + " is for a person outside the session"
 		}
 	}
-	f, err := syntax.NewParser().Parse(strings.NewReader(script), "")
+	// What the guard cannot read as bash does, it refuses: bash runs the
+	// lines before a syntax error (a script of one line that does not
+	// parse runs nothing), and the lines a comment or a here-document
+	// hides from the parser (continuationDiffers), whatever the session's
+	// policy would make of the script.
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(script), "")
+	if err != nil && strings.ContainsAny(script, "\n\r") {
+		return "the command does not parse as bash, which would still run its lines up to the error"
+	}
 	if err != nil {
 		return ""
+	}
+	if why := continuationDiffers(script, f); why != "" {
+		return why
 	}
 	why := ""
 	syntax.Walk(f, func(node syntax.Node) bool {

@@ -121,7 +121,7 @@ func (w *walker) parse(src, what string) {
 		w.s.setUnknown("scripts nest more than 8 deep")
 		return
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(src), "")
 	if err != nil {
 		if what == "" {
 			w.s.setUnknown("the script does not parse: " + err.Error())
@@ -129,6 +129,9 @@ func (w *walker) parse(src, what string) {
 			w.s.setUnknown("the script given to " + what + " does not parse")
 		}
 		return
+	}
+	if why := continuationDiffers(src, f); why != "" {
+		w.s.setUnknown(why)
 	}
 	src, w.src = w.src, src
 	w.depth++
