@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -36,6 +37,46 @@ func TestShippedPoliciesSeeCommandsHiddenByContinuations(t *testing.T) {
 				if _, err := os.Stat(filepath.Join(w.project, f)); err == nil {
 					t.Errorf("%s was made: the hidden command ran", f)
 				}
+			}
+			if r.code != 77 {
+				t.Errorf("exit %d, want 77", r.code)
+			}
+		})
+	}
+}
+
+// Through the real CLI and the shipped starter policies, an allowed
+// program with an option that writes a file is not allowed: git log
+// --output would write the shell's rc file, which the next shell runs.
+func TestShippedPoliciesRefuseOptionsThatWrite(t *testing.T) {
+	t.Parallel()
+	for _, profile := range []string{"laptop", "ci"} {
+		t.Run(profile, func(t *testing.T) {
+			policy, err := examples.Policies.ReadFile(examples.Profiles[profile])
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := newWorld(t)
+			for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "first"}} {
+				git := exec.Command("git", args...)
+				git.Dir = w.project
+				if out, err := git.CombinedOutput(); err != nil {
+					t.Fatalf("git %v: %v %s", args, err, out)
+				}
+			}
+			rc := filepath.Join(w.home(), ".bashrc")
+			r := w.run(runArgs{policy: string(policy), toolgate: []string{"--on-ask", "deny"}, script: []modelscript.Step{
+				step(bash("toolu_git_output", "git log -1 --format=tformat:touch-pwned --output="+rc)),
+				step(bash("toolu_git_read", "git log --oneline -1")),
+			}})
+			if c := r.call(t, "toolu_git_output"); c.Effect == "allow" || c.Executed {
+				t.Errorf("git log --output: %s, executed %v", c.Effect, c.Executed)
+			}
+			if data, err := os.ReadFile(rc); err == nil {
+				t.Errorf("git log wrote the shell's rc file: %q", data)
+			}
+			if c := r.call(t, "toolu_git_read"); c.Effect != "allow" || !c.Executed {
+				t.Errorf("git log --oneline: %s, executed %v; want it allowed and run", c.Effect, c.Executed)
 			}
 			if r.code != 77 {
 				t.Errorf("exit %d, want 77", r.code)

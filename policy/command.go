@@ -105,7 +105,13 @@ func (op commandOp) refusal(s *script, ev *evalCtx) string {
 		return "the script runs no command"
 	case cmd == nil:
 		return ""
-	case i == 0:
+	}
+	if o := (matcher{ev: ev, s: s}).unsafeFor(op.prefixes, cmd.cands[i].argv); o != "" {
+		_, n, _ := modelOf(cmd.cands[i].argv)
+		return fmt.Sprintf("`%s`: %s is not an option of %s known to be safe (one that neither runs a program, writes a file nor reads one it is not given)",
+			argvText(cmd.cands[i].argv), o, argvText(cmd.cands[i].argv[:n]))
+	}
+	if i == 0 {
 		return fmt.Sprintf("`%s` matches no allowed prefix", argvText(cmd.argv))
 	}
 	return fmt.Sprintf("`%s` runs `%s`, which matches no allowed prefix", argvText(cmd.argv), argvText(cmd.cands[i].argv))

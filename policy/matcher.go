@@ -17,7 +17,11 @@ type matcher struct {
 func (m matcher) any(prefixes []prefix, argv []word) bool {
 	for _, p := range prefixes {
 		switch {
-		case !m.deny || p.opts == nil:
+		case !m.deny:
+			if m.prefix(p.words, argv, 0, 0) && unsafeOption(p, argv) == "" {
+				return true
+			}
+		case p.opts == nil:
 			if m.prefix(p.words, argv, 0, 0) {
 				return true
 			}
@@ -26,6 +30,30 @@ func (m matcher) any(prefixes []prefix, argv []word) bool {
 		}
 	}
 	return false
+}
+
+// unsafeOption is the first option of argv that the program's model
+// (models.go) does not know to be safe, past the words of the prefix
+// that allows it, or "".
+func unsafeOption(p prefix, argv []word) string {
+	model, n, ok := modelOf(argv)
+	if !ok {
+		return ""
+	}
+	return model.unsafeOption(argv, max(n, len(p.words)))
+}
+
+// unsafeFor is, when a prefix covers argv's words but the program's model
+// refuses one of its options, that option; else "".
+func (m matcher) unsafeFor(prefixes []prefix, argv []word) string {
+	for _, p := range prefixes {
+		if m.prefix(p.words, argv, 0, 0) {
+			if o := unsafeOption(p, argv); o != "" {
+				return o
+			}
+		}
+	}
+	return ""
 }
 
 // options reports whether the command may have every option, anywhere
