@@ -110,6 +110,35 @@ func TestPolicyTest(t *testing.T) {
 	}
 }
 
+// policy test and policy explain give the verdict a live session would,
+// the guard's built-in denies included: a path through /proc/self/cwd
+// names another file to each process that opens it, which the gate cannot
+// resolve, and the policy file itself is the session's to keep.
+func TestPolicyTestAndExplainIncludeTheGuard(t *testing.T) {
+	allowAll := filepath.Join(t.TempDir(), "allow.json")
+	if err := os.WriteFile(allowAll, []byte(`{"version":1,"default":"allow","rules":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ call, rule string }{
+		{`{"name":"Bash","input":{"command":"cat /proc/self/cwd/.env"}}`, "toolgate-guard-commands"},
+		{`{"name":"Read","input":{"file_path":"/proc/self/cwd/.env"}}`, "toolgate-guard-files"},
+		{`{"name":"Write","input":{"file_path":"` + allowAll + `","content":"{}"}}`, "toolgate-guard-files"},
+	} {
+		code, out, _ := run(t, "", "policy", "test", allowAll, "--json", "--call", c.call)
+		var d decisionJSON
+		if err := json.Unmarshal([]byte(out), &d); err != nil || code != 0 {
+			t.Fatalf("code %d, %v: %s", code, err, out)
+		}
+		if d.Effect != "deny" || d.RuleID == nil || *d.RuleID != c.rule || d.ReasonCode != "toolgate_guard" {
+			t.Errorf("policy test %s: %+v, want the guard's deny by %s", c.call, d, c.rule)
+		}
+		code, out, _ = run(t, "", "policy", "explain", allowAll, "--call", c.call)
+		if code != 0 || !strings.Contains(out, c.rule) || !strings.Contains(out, "MATCH") || !strings.Contains(out, "decision: deny") {
+			t.Errorf("policy explain %s: code %d\n%s", c.call, code, out)
+		}
+	}
+}
+
 func TestPolicyTestSchemaInvalid(t *testing.T) {
 	p := writeFile(t, "p.json", `{"version":2,"default":"allow","rules":[],
 		"schemas":{"mcp__gh__pr":{"type":"object","required":["base"],"properties":{"base":{"type":"string"}}}}}`)

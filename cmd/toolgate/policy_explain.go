@@ -14,8 +14,9 @@ func policyExplainCommand() *cli.Command {
 		Usage:     "show every rule in evaluation order and why it matched or missed",
 		ArgsUsage: "FILE --call JSON",
 		Description: `For a person debugging a policy: the schema check, then every rule in the order
-the engine evaluates them (deny rules, then ask, then allow, each in file
-order), whether it matched, and why.
+the engine evaluates them (the guard's built-in denies, then the policy's deny
+rules, then ask, then allow, each in file order), whether it matched, and why:
+the verdict a live session would get.
 
 EXAMPLES
    toolgate policy explain examples/policies/seed.json \
@@ -57,7 +58,7 @@ func runPolicyExplain(w io.Writer, opts callOptions, asJSON bool) error {
 		return err
 	}
 	out := explainJSON{decisionJSON: decide(p, opts), Rules: []ruleTraceJSON{}}
-	_, traces := p.Explain(opts.policyCall())
+	_, traces := opts.session(p).Explain(opts.call.Name, opts.call.Input)
 	for _, t := range traces {
 		out.Rules = append(out.Rules, ruleTraceJSON{t.RuleID, string(t.Effect), t.Matched, t.Why})
 	}

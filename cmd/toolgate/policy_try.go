@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/policy"
@@ -92,10 +93,6 @@ func newCallOptions(cliCtx *cli.Context) (callOptions, error) {
 	return callOptions{policyPath: path, call: call, cwd: cwd, home: home}, nil
 }
 
-func (o callOptions) policyCall() policy.Call {
-	return policy.Call{Tool: o.call.Name, Input: o.call.Input, Cwd: o.cwd, Home: o.home}
-}
-
 // decisionJSON is the --json output of policy test: the verdict the gate
 // would reach, as the ledger records it, with the policy that reached it.
 // rule_id is null when the default decided.
@@ -135,10 +132,28 @@ func runPolicyTest(w io.Writer, opts callOptions, asJSON bool) error {
 	return nil
 }
 
-// decide is the gate's own decision of the call (policy.Session.Evaluate),
-// with the schema's complaint spelled out when there is one.
+// session is the session a live toolgate run of the policy would have for
+// the call: its guard protects what a live session's protects (toolgate's
+// paths as the running daemon serves them, its configuration and binaries,
+// Claude Code's settings, the policy file), so that policy test and
+// policy explain give the verdict the gate would.
+func (o callOptions) session(p *policy.Policy) *policy.Session {
+	s := policy.NewSession(p, nil, o.cwd, o.home)
+	exe, _ := os.Executable()
+	claude := os.Getenv("CLAUDE_CONFIG_DIR")
+	if claude == "" && o.home != "" {
+		claude = filepath.Join(o.home, ".claude")
+	}
+	s.Guard = policy.NewGuard(policy.GuardPaths{Gate: livePaths(), ConfigDir: configDir(), Exe: exe,
+		ClaudeDir: claude, Project: o.cwd, Extra: []string{o.policyPath}})
+	return s
+}
+
+// decide is the gate's own decision of the call (policy.Session.Evaluate,
+// the guard included), with the schema's complaint spelled out when there
+// is one.
 func decide(p *policy.Policy, opts callOptions) decisionJSON {
-	s := policy.NewSession(p, nil, opts.cwd, opts.home)
+	s := opts.session(p)
 	v := s.Evaluate(opts.call.Name, opts.call.Input)
 	out := decisionJSON{SchemaVersion: 1, ToolUseID: opts.call.ID, ToolName: opts.call.Name, Verdict: v,
 		PolicyVersion: p.Version, PolicySHA256: p.SHA256}
