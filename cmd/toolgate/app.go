@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"io"
 
 	"github.com/urfave/cli/v2"
@@ -66,7 +68,10 @@ EXAMPLES
 	for _, c := range app.Commands {
 		setUsageErrors(c)
 	}
-	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+	app.OnUsageError = func(cliCtx *cli.Context, err error, _ bool) error {
+		if errors.Is(err, flag.ErrHelp) { // toolgate --help, -h: the help, exit 0
+			return cli.ShowAppHelp(cliCtx)
+		}
 		return flagError("toolgate", []cli.Flag{cli.HelpFlag, cli.VersionFlag}, err)
 	}
 	return app

@@ -37,6 +37,12 @@ func interspersed(app *cli.App, args []string) []string {
 			break
 		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
+			if leaf.Name == "run" {
+				// toolgate run claude -p x: from the program on, the
+				// words are its command line, not run's flags.
+				positional = append(positional, args[i:]...)
+				break
+			}
 			positional = append(positional, a)
 			continue
 		}

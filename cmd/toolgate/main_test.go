@@ -375,6 +375,37 @@ func TestUsageErrorsHelp(t *testing.T) {
 	}
 }
 
+// toolgate --help and -h print the help and exit 0, as every command's
+// --help does; a misspelt flag still says what it is not.
+func TestRootHelpExitsZero(t *testing.T) {
+	for _, flag := range []string{"--help", "-h"} {
+		if code, out, errOut := run(t, "", flag); code != 0 || !strings.Contains(out, "toolgate - a permission gate") || !strings.Contains(out, "EXIT STATUS") {
+			t.Errorf("toolgate %s: exit %d\n%s%s", flag, code, out, errOut)
+		}
+	}
+	if code, _, errOut := run(t, "", "--hlep"); code != exitUsage || !strings.Contains(errOut, "did you mean --help?") {
+		t.Errorf("toolgate --hlep: exit %d %q", code, errOut)
+	}
+}
+
+// From the program on, toolgate run's words are the program's command
+// line, with or without --: toolgate run claude -p x runs claude -p x.
+func TestRunTakesTheProgramsCommandLine(t *testing.T) {
+	app := newApp(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+	for _, tt := range []struct{ args, want []string }{
+		{[]string{"run", "claude", "-p", "x"}, []string{"run", "claude", "-p", "x"}},
+		{[]string{"run", "--policy", "p.json", "claude", "-p", "--model", "m", "x"}, []string{"run", "--policy", "p.json", "claude", "-p", "--model", "m", "x"}},
+		{[]string{"run", "claude", "-p", "x", "--report", "r.json"}, []string{"run", "claude", "-p", "x", "--report", "r.json"}},
+		{[]string{"run", "--", "claude", "-p"}, []string{"run", "--", "claude", "-p"}},
+		{[]string{"policy", "test", "p.json", "--call", "{}"}, []string{"policy", "test", "--call", "{}", "p.json"}},
+	} {
+		got := interspersed(app, append([]string{"toolgate"}, tt.args...))[1:]
+		if strings.Join(got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("%q: %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}
+
 func TestHelpVersionCompletion(t *testing.T) {
 	if code, out, _ := run(t, "", "help", "run"); code != 0 || !strings.Contains(out, "toolgate run - run claude") {
 		t.Errorf("help run: %d %.80q", code, out)

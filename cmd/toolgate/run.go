@@ -28,7 +28,9 @@ end it prints a one-line summary on stderr, writes the JSON report (--report)
 and exits with a code a script can branch on.
 
 The first word after -- is the claude executable; without it, --claude (or
-TOOLGATE_CLAUDE, or claude on PATH) is used.
+TOOLGATE_CLAUDE, or claude on PATH) is used. The -- may be left out: from the
+first word that is not one of run's flags on, the words are claude's command
+line (toolgate run claude -p "x" is toolgate run -- claude -p "x").
 
 claude runs contained (--containment auto, the default): inside a Landlock
 domain, so that nothing the model runs, detached or not, can signal the daemon,
