@@ -80,14 +80,7 @@ func TestDiskFull(t *testing.T) {
 	}
 	// Fill the filesystem to the last block.
 	filler := filepath.Join(mnt, "filler")
-	f, _ := os.Create(filler)
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			break
-		}
-	}
-	f.Close()
+	fill(filler)
 	denied := 0
 	for i := 20; i < 400 && denied < 5; i++ {
 		switch call(i) {
