@@ -97,6 +97,39 @@ func (op argumentUnderOp) word(s *script, w word, dirs []string, ev *evalCtx, de
 			}
 		}
 	}
+	if deny {
+		return op.gluedValue(s, w, dirs, ev)
+	}
+	return ""
+}
+
+// maxGlued bounds how many option letters may stand before a value glued
+// to them (-f/path, -rf.env).
+const maxGlued = 4
+
+// gluedValue checks, on the deny side, the values a short option may have
+// glued to it: -f/home/u/.ssh/id_rsa is grep's -f with a path, and which
+// letters take a value is each program's own, so every tail after one to
+// maxGlued letters counts.
+func (op argumentUnderOp) gluedValue(s *script, w word, dirs []string, ev *evalCtx) string {
+	if len(w.s) < 3 || w.s[0] != '-' || w.s[1] == '-' {
+		return ""
+	}
+	for k := 2; k < len(w.s) && k <= 1+maxGlued; k++ {
+		tail := w
+		tail.s, tail.tilde = w.s[k:], false // no ~ expands inside a word
+		got, ok := s.paths(tail, ev.call.Cwd, ev.call.Home, false)
+		if !ok {
+			continue
+		}
+		for _, p := range got {
+			for i, d := range dirs {
+				if pathUnder(p, d) {
+					return fmt.Sprintf("%s may be an option with the value %s, under %s", w.raw, p, op.dirs[i])
+				}
+			}
+		}
+	}
 	return ""
 }
 

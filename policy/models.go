@@ -30,9 +30,6 @@ type optionModel struct {
 	// long are the safe long options, without their dashes (and the Go
 	// flags, for goFlags).
 	long map[string]bool
-	// stop ends the options: what follows goes to another program the
-	// rule allows in the same breath (go test -args: the test binary).
-	stop string
 	// counts: -N is a number of entries (git log -5).
 	counts bool
 }
@@ -80,16 +77,20 @@ var models = map[string]optionModel{
 	"git show": {short: "puszinEFiCMSGLbwURWa", valued: "nUCMSGL", long: gitReadOptions, counts: true},
 	"git diff": {short: "puszinCMSGbwURWa", valued: "UCMSG", long: gitReadOptions},
 	// Not among go test's and go build's: -exec and -toolexec (run a
-	// program), -o and the profiles (write files anywhere), -ldflags,
-	// -gcflags, -asmflags and the compilers' (-extld runs a program),
-	// -overlay, -modfile, -pkgdir, -C (read or build from elsewhere).
-	"go test": {goFlags: true, stop: "args", long: set("v", "run", "skip", "count", "short", "timeout", "race",
+	// program), -o and the profiles (write files anywhere), -c (writes the
+	// test binary), -mod (-mod=mod rewrites go.mod), -ldflags, -gcflags,
+	// -asmflags and the compilers' (-extld runs a program), -overlay,
+	// -modfile, -pkgdir, -C (read or build from elsewhere). What follows
+	// go test's -args goes to the test binary, whose own flags write files
+	// (-test.cpuprofile): they must be safe flags too, so that a rule's
+	// allow of go test takes none of them.
+	"go test": {goFlags: true, long: set("v", "run", "skip", "count", "short", "timeout", "race",
 		"cover", "covermode", "coverpkg", "bench", "benchtime", "benchmem", "failfast", "json", "p", "parallel",
-		"cpu", "shuffle", "tags", "trimpath", "mod", "vet", "list", "fuzz", "fuzztime", "fuzzminimizetime", "x",
-		"n", "a", "c", "work", "buildvcs", "args", "fullpath")},
+		"cpu", "shuffle", "tags", "trimpath", "vet", "list", "fuzz", "fuzztime", "fuzzminimizetime", "x",
+		"n", "a", "work", "buildvcs", "args", "fullpath")},
 	"go build": {goFlags: true, long: set("v", "race", "cover", "covermode", "coverpkg", "tags", "trimpath",
-		"mod", "x", "n", "a", "p", "work", "buildvcs", "msan", "asan")},
-	"go vet": {goFlags: true, long: set("v", "tags", "json", "c", "mod", "x", "n", "a", "p", "trimpath")},
+		"x", "n", "a", "p", "work", "buildvcs", "msan", "asan")},
+	"go vet": {goFlags: true, long: set("v", "tags", "json", "c", "x", "n", "a", "p", "trimpath")},
 	// Not among rg's: --pre and --pre-glob (run a program on each file),
 	// -z/--search-zip (run decompressors), -f/--file (patterns from any
 	// file).
@@ -138,6 +139,13 @@ func modelOf(argv []word) (optionModel, int, bool) {
 // unsafeOption is the first option of argv, from word from on, that the
 // program's model does not know to be safe, or "". A word only known at
 // run time may be any option.
+//
+// Every word that starts with - must be a safe option, even after -- and
+// where it may be an option's value: whether a program reads a word as an
+// option or as the value of the one before depends on that option (go's
+// -run takes -- or -args as its value and goes on reading flags; grep's
+// -e takes --), and a word read as an option it is not only makes the
+// allow miss. A value that starts with - (grep -e -x) makes it miss too.
 func (m optionModel) unsafeOption(argv []word, from int) string {
 	for i := from; i < len(argv); i++ {
 		w := argv[i]
@@ -146,17 +154,14 @@ func (m optionModel) unsafeOption(argv []word, from int) string {
 		}
 		s := w.s
 		switch {
-		case s == "--":
-			return ""
 		case len(s) < 2 || s[0] != '-':
 			continue // an argument, or an option's value
+		case s == "--":
+			continue
 		case m.goFlags:
 			name, _, _ := strings.Cut(strings.TrimPrefix(s[1:], "-"), "=")
 			if !m.long[name] {
 				return s
-			}
-			if name == m.stop {
-				return ""
 			}
 		case s[1] == '-':
 			name, _, _ := strings.Cut(s[2:], "=")

@@ -37,7 +37,13 @@ func TestAllowedProgramsOnlyWithSafeOptions(t *testing.T) {
 			{"go test -exec sh ./...", "-exec"},
 			{"go test -exec=sh ./...", "-exec=sh"},
 			{"go build -toolexec /tmp/x .", "-toolexec"},
-			{"go test -c -o /tmp/x", "-o"},
+			{"go test -c -o /tmp/x", "-c"},
+			{"go test -o /tmp/x", "-o"},
+			{"go test -run -args -exec=/tmp/x", "-exec=/tmp/x"},
+			{"go test -run -- -exec=/tmp/x", "-exec=/tmp/x"},
+			{"go build -tags -- -toolexec=/tmp/x", "-toolexec=/tmp/x"},
+			{"go test . -args -test.cpuprofile=/tmp/prof", "-test.cpuprofile=/tmp/prof"},
+			{"go build -mod=mod .", "-mod=mod"},
 			{"go test -coverprofile=/tmp/c.out ./...", "-coverprofile=/tmp/c.out"},
 			{"go build -ldflags=-extld=sh .", "-ldflags=-extld=sh"},
 			{"go test --exec sh ./...", "--exec"},
@@ -60,15 +66,18 @@ func TestAllowedProgramsOnlyWithSafeOptions(t *testing.T) {
 	}
 	laptop := shipped(t, "laptop")
 	for _, command := range []string{"rg --pre=rm x data.db", "rg --pre rm x", "rg -z secret", "grep -f .env.example x.go",
-		"grep --file=patterns x.go"} {
+		"grep --file=patterns x.go", "rg -e -- --pre=/tmp/x .", "grep -e -- -f/home/u/.ssh/id_rsa guess.txt",
+		// Conservative: a word that starts with - is read as an option
+		// wherever it stands, after -- too.
+		"git log -- --output=x", "go test -run TestX ./e2e -args -update"} {
 		if v := laptop.Decide(call("Bash", jsonString(command))); v.Effect == api.EffectAllow {
 			t.Errorf("laptop: %q was allowed", command)
 		}
 	}
 	for _, command := range []string{"git log --oneline -5", "git log -n 3 --stat", "git log -p -- README.md",
 		"git diff --cached --stat", "git diff HEAD~1 -- README.md", "git diff -U5 --word-diff", "git status -sb",
-		"git log -- --output=x", "go test ./... -run TestX -count=1 -v", "go test -race -timeout 5m ./policy",
-		"go test -run TestX ./e2e -args -update", "go build ./...", "go build -o", "rg -n -i foo src", "rg --files",
+		"go test ./... -run TestX -count=1 -v", "go test -race -timeout 5m ./policy",
+		"go test -short -json ./...", "go build ./...", "go build -o", "rg -n -i foo src", "rg --files",
 		"rg -tgo -A3 -e foo", "grep -rn TODO .", "grep -A3 foo x.go", "ls -la", "cat -n README.md"} {
 		v := laptop.Decide(call("Bash", jsonString(command)))
 		if command == "go build -o" { // -o writes where it is told: not allowed

@@ -97,11 +97,19 @@ func TestArgumentUnder(t *testing.T) {
 		{"echo x > ~/.ssh/authorized_keys", true},
 		{"sudo cat ~/.ssh/id_rsa", true},
 		{"bash -c 'cat .env'", true},
-		{"cat $(echo .env)", true},     // only known at run time
-		{"cat $F", true},               // likewise
-		{"cat ~/.s*/id_rsa", true},     // a glob that may reach it
-		{"cat ~/.[sS]sh/id_rsa", true}, // in any case
-		{"cat ~/*/id_rsa", true},       // dot files too
+		{"cat $(echo .env)", true},      // only known at run time
+		{"cat $F", true},                // likewise
+		{"cat ~/.s*/id_rsa", true},      // a glob that may reach it
+		{"cat ~/.[sS]sh/id_rsa", true},  // in any case
+		{"cat ~/*/id_rsa", true},        // dot files too
+		{`cat ~/.ss["h"]/id_rsa`, true}, // a bracket expression whose parts are quoted
+		{`cat .en["v"]`, true},
+		{`grep -r KEY .en['v']`, true},
+		{`head ~/.ss[h"]"]/id_rsa`, true},
+		{`cat ~/.ss"["h]/id_rsa`, false},               // a quoted [ opens nothing: the file [h]
+		{"grep -f/home/u/.ssh/id_rsa guess.txt", true}, // a value glued to a short option
+		{"grep -rf.env x", true},
+		{"grep -rn TODO .", false},
 		{"cd ~ && cat .ssh/id_rsa", true},
 		{"cd && cat .ssh/id_rsa", true}, // cd alone goes home
 		{"cat .ssh/id_rsa; cd ~", true}, // in a loop, the order does not protect

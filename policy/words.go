@@ -83,6 +83,7 @@ type resolver struct {
 	pattern  strings.Builder // the same, with quoted glob characters escaped
 	skeleton strings.Builder // unquoted text only, quoted text as '_', for brace expansion
 	glob     bool
+	bracket  bool // an unquoted [ was seen: a ] after it, quoted or not, may close it
 	unknown  bool
 	split    bool // the unknown part is unquoted
 	tilde    bool
@@ -136,9 +137,12 @@ func splitsInQuotes(p syntax.WordPart) bool {
 }
 
 func (r *resolver) quoted(s string) {
+	if r.bracket && strings.IndexByte(s, ']') >= 0 {
+		r.glob = true // [ unquoted, ] quoted: bash's pattern is a bracket expression all the same
+	}
 	r.value.WriteString(s)
 	for i := 0; i < len(s); i++ {
-		if strings.IndexByte("*?[\\", s[i]) >= 0 {
+		if strings.IndexByte("*?[\\", s[i]) >= 0 || s[i] == ']' && r.bracket {
 			r.pattern.WriteByte('\\')
 		}
 		r.pattern.WriteByte(s[i])
@@ -170,8 +174,13 @@ func (r *resolver) lit(s string, i, n int) {
 		case '*', '?':
 			r.glob = true
 		case '[':
+			r.bracket = true
 			if strings.IndexByte(s[j+1:], ']') >= 0 {
 				r.glob = true // a bracket expression
+			}
+		case ']':
+			if r.bracket {
+				r.glob = true // closes a [ of an earlier part: .en["v"]
 			}
 		}
 		r.value.WriteByte(c)
