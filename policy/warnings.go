@@ -36,7 +36,8 @@ func neverAllowed(name string) string {
 	return alwaysUnknown[name]
 }
 
-// warnRules checks every command prefix and argument_under of the rules.
+// warnRules checks every rule's tool and input keys (tools.go), command
+// prefix and argument_under.
 func (l *loader) warnRules(docs []RuleDoc) []*LoadError {
 	var warns []*LoadError
 	for i, d := range docs {
@@ -45,9 +46,16 @@ func (l *loader) warnRules(docs []RuleDoc) []*LoadError {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
+		onTool, onKey := toolWarnings(d.Tool, keys)
+		if onTool != "" {
+			warns = append(warns, l.at(fmt.Sprintf("/rules/%d/tool", i), d.ID, onTool))
+		}
 		for _, k := range keys {
 			c := d.Input[k]
 			ptr := fmt.Sprintf("/rules/%d/input/%s", i, escapePointer(k))
+			if msg := onKey[k]; msg != "" {
+				warns = append(warns, l.at(ptr, d.ID, msg))
+			}
 			for j, prefix := range c.Command {
 				if msg := prefixWarning(prefix, d.Effect); msg != "" {
 					warns = append(warns, l.at(fmt.Sprintf("%s/command/%d", ptr, j), d.ID, msg))

@@ -39,3 +39,36 @@ func TestPrefixWarnings(t *testing.T) {
 		}
 	}
 }
+
+// A rule whose tool differs from Claude Code's by case, or whose input
+// names a field the tool does not have, never matches: a deny so written
+// never denies (rm -rf / fell to the default). Each is a warning at its
+// place, with the name it likely meant.
+func TestToolAndFieldWarnings(t *testing.T) {
+	p := mustParse(t, `{"version":1,"default":"allow","rules":[
+		{"id":"lower","effect":"deny","tool":"bash","reason_code":"x","input":{"command":{"command":[["rm"]]}}},
+		{"id":"field","effect":"deny","tool":"Read","reason_code":"x","input":{"filepath":{"pattern":".*\\.env"}}},
+		{"id":"field-case","effect":"deny","tool":"Bash","reason_code":"x","input":{"Command":{"prefix":"rm"}}},
+		{"id":"mcp","effect":"ask","tool":"mcp_github_create_issue"},
+		{"id":"fine","effect":"deny","tool":"MultiEdit","reason_code":"x","input":{"edits.#.old_string":{"pattern":"x"},"file_path":{"prefix":"/etc"}}},
+		{"id":"fine-mcp","effect":"ask","tool":"mcp__github__*","input":{"anything":{"const":1}}},
+		{"id":"fine-unknown","effect":"ask","tool":"SomeNewTool","input":{"x":{"const":1}}}]}`)
+	want := []string{
+		`rule "lower": warning: Claude Code's tool is "Bash", and tool names are compared as written: this rule never matches`,
+		`rule "field": warning: Read has no field "filepath": this condition never holds; did you mean "file_path"?`,
+		`rule "field-case": warning: Bash has no field "Command": this condition never holds; did you mean "command"?`,
+		`rule "mcp": warning: an MCP tool is named mcp__SERVER__TOOL`,
+	}
+	got := p.Warnings()
+	if len(got) != len(want) {
+		for _, w := range got {
+			t.Log(w.Warning())
+		}
+		t.Fatalf("got %d warnings, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(got[i].Warning(), w) {
+			t.Errorf("warning %d = %q, want it to contain %q", i, got[i].Warning(), w)
+		}
+	}
+}
