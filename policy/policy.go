@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
@@ -66,6 +67,18 @@ func (p *Policy) Document() Document { return p.doc }
 
 // Rules returns the rules as written, in file order.
 func (p *Policy) Rules() []RuleDoc { return p.doc.Rules }
+
+// LongestApprovalTimeout is the longest approval_timeout a rule of the
+// policy gives its asks, or 0 when none gives one.
+func (p *Policy) LongestApprovalTimeout() time.Duration {
+	var longest time.Duration
+	for _, group := range p.byOrder {
+		for _, r := range group.all {
+			longest = max(longest, r.timeout)
+		}
+	}
+	return longest
+}
 
 // Decide returns the rules' verdict on one call (source "policy"; the
 // rule's approval_timeout on an ask; the message for the model on a deny).

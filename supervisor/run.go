@@ -128,6 +128,7 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if r.timeout <= 0 {
 		r.timeout = api.DefaultApprovalTimeout
 	}
+	r.promptTimeout = promptToolTimeout(r.timeout, pol.LongestApprovalTimeout())
 	// What toolgate gives claude (its settings, the prompt tool's token)
 	// lives in a private directory the session's tools may not touch.
 	if r.files, err = os.MkdirTemp("", "toolgate-run-"); err != nil {
@@ -213,8 +214,11 @@ type runner struct {
 	client  *api.Client
 	session string
 	timeout time.Duration
-	spool   string
-	files   string // the private directory of claude's settings and MCP configuration
+	// promptTimeout is what Claude Code waits for the prompt tool
+	// (promptToolTimeout).
+	promptTimeout time.Duration
+	spool         string
+	files         string // the private directory of claude's settings and MCP configuration
 	// transcripts, with http hooks, reads what became of each call.
 	transcripts *transcripts
 
@@ -387,6 +391,18 @@ func (r *runner) endOrphans(ctx context.Context) {
 	endOrphans(keep, 2*time.Second)
 }
 
+// promptMargin is how much longer than the longest approval wait Claude
+// Code waits for the prompt tool.
+const promptMargin = 5 * time.Minute
+
+// promptToolTimeout is the timeout Claude Code gives the prompt tool: past
+// the longest wait an ask of the session may have, the run's or a rule's
+// approval_timeout, so that the gate's expiry always answers first (the
+// CLI's timeout is a hard limit, which progress does not extend).
+func promptToolTimeout(session, longestRule time.Duration) time.Duration {
+	return max(session, longestRule) + promptMargin
+}
+
 // protectedExtra is what the session's guard protects beside the gate's
 // own paths and Claude Code's settings.
 func (r *runner) protectedExtra() []string {
@@ -416,9 +432,7 @@ func (r *runner) claudeArgs(dir string, host *prompttool.Host) ([]string, error)
 	if r.level.Sandboxed() {
 		settings, _ = sjson.SetRawBytes(settings, "sandbox", claudecode.SandboxSettings(r.protected()))
 	}
-	// The CLI's own timeout for the prompt tool must be longer than any
-	// approval wait, so that the gate's expiry always answers first.
-	mcpTimeout := (r.timeout + 5*time.Minute).Milliseconds()
+	mcpTimeout := r.promptTimeout.Milliseconds()
 	mcpConfig := map[string]any{"mcpServers": map[string]any{"toolgate": map[string]any{
 		"type": "http", "url": host.URL, "headers": map[string]string{"Authorization": "Bearer " + host.Token},
 		"timeout": mcpTimeout}}}
