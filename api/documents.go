@@ -77,6 +77,9 @@ type Repeat struct {
 	SessionID  string    `json:"session_id"` // the session it came from, which may be another
 	Effect     Effect    `json:"effect"`
 	ReasonCode string    `json:"reason_code,omitempty"`
+	// Resume: the proposal of a deferred call by its session's resume,
+	// which a person's decision answered; not the model's repeat.
+	Resume bool `json:"resume,omitempty"`
 }
 
 // Approval is the approval record, exactly the seed's schema.

@@ -121,12 +121,30 @@ func (g *gate) decide(ctx context.Context, s *gateSession, c api.Call, fromHook 
 		return api.Verdict{}, err
 	case fresh:
 		return v, nil
+	case stored.SessionID != s.id:
+		// A tool_use_id is one call of one session: another session that
+		// proposes it (the model chooses ids) gets nothing of its verdict,
+		// least of all a person's approval.
+		g.log.Warn("tool_use_id proposed by another session", "tool_use_id", c.ToolUseID, "session", s.id, "its session", stored.SessionID)
+		v = api.Deny(api.ReasonToolUseIDConflict, api.SourceLedger)
 	case stored.Executions > 0:
 		v = api.Deny(api.ReasonDuplicateToolUseID, api.SourceLedger)
-	case fromHook && stored.Deferred && len(stored.Repeats) == 0 && stored.Effect != api.EffectAsk:
+	case fromHook && stored.Deferred && stored.Effect != api.EffectAsk:
 		// toolgate resume: Claude Code proposes the deferred call again,
-		// and it gets the person's decision (or the expiry's), once.
-		v = answer(stored.Verdict)
+		// and it gets the person's decision (or the expiry's), once: the
+		// ledger records the proposal as a repeat in the same transaction
+		// as it checks that none came before (TakeResume), so that the next
+		// one of the id is a duplicate, whether or not its run was
+		// recorded yet, and two at once cannot both run.
+		taken, err := g.ledger.TakeResume(ctx, c.ToolUseID, s.id)
+		if errors.Is(err, ledger.ErrResumeAnswered) {
+			v = api.Deny(api.ReasonDuplicateToolUseID, api.SourceLedger)
+			break
+		}
+		if err != nil {
+			return api.Verdict{}, err
+		}
+		v = answer(taken.Verdict)
 		g.writeBack(ctx, c.ToolUseID, v)
 		return v, nil
 	case fromHook && stored.Effect != api.EffectDeny:

@@ -108,7 +108,9 @@ func TestDeferApproveResume(t *testing.T) {
 				call = c
 			}
 		}
-		if call.Effect != "allow" || call.Executions != 1 || !strings.HasPrefix(call.Actor, "user:") || len(call.Repeats) != 0 {
+		// The resume's proposal of the call is its one repeat.
+		if call.Effect != "allow" || call.Executions != 1 || !strings.HasPrefix(call.Actor, "user:") || len(call.Repeats) != 1 ||
+			call.Repeats[0].Effect != "allow" || call.Repeats[0].SessionID != r.report.SessionID || !call.Repeats[0].Resume {
 			t.Errorf("the audit of the deferred call: %+v", call)
 		}
 		// A second resume finds nothing to do.
@@ -183,5 +185,75 @@ func TestDeferInABatch(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(w.project, "sibling.txt")); err == nil {
 		t.Error("the denied sibling ran")
+	}
+}
+
+// A person's approval of a deferred call runs it once: the model that
+// proposes the same tool_use_id and input again in the resumed session
+// (it chooses the ids) gets duplicate_tool_use_id, however often it
+// tries, and the report and the audit say the call ran once.
+func TestDeferredApprovalRunsOnce(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	const deploy = "touch deferred.txt; echo ran >> runs.txt"
+	r, id := w.deferred(t, []modelscript.Step{step(bash("toolu_def", deploy))})
+	if code, out := w.toolgate("approve", id); code != 0 {
+		t.Fatalf("approve: %d %s", code, out)
+	}
+	code, listed, _ := w.resume([]modelscript.Step{step(bash("toolu_def", deploy)), step(bash("toolu_def", deploy)),
+		step(bash("toolu_def", deploy)), {Text: "done"}})
+	if len(listed) != 1 || listed[0]["outcome"] != "resumed" {
+		t.Fatalf("resume: exit %d %v", code, listed)
+	}
+	if code != 77 {
+		t.Errorf("resume: exit %d, want 77 (the repeats were denied)", code)
+	}
+	if runs, _ := os.ReadFile(filepath.Join(w.project, "runs.txt")); string(runs) != "ran\n" {
+		t.Errorf("the approved call ran %d times: %q", strings.Count(string(runs), "ran"), runs)
+	}
+	// The resume's proposal got the person's allow; every later one a deny.
+	for _, c := range w.audit(r.report.SessionID) {
+		if c.ToolUseID != "toolu_def" {
+			continue
+		}
+		if c.Executions != 1 || len(c.Repeats) < 2 || c.Repeats[0].Effect != "allow" || !c.Repeats[0].Resume {
+			t.Errorf("the audit of the deferred call: %d executions, repeats %+v", c.Executions, c.Repeats)
+		}
+		for _, rep := range c.Repeats[1:] {
+			if rep.Effect != "deny" || rep.ReasonCode != api.ReasonDuplicateToolUseID {
+				t.Errorf("a repeat after the resume: %+v, want a deny duplicate_tool_use_id", rep)
+			}
+		}
+	}
+}
+
+// A deferred approval answers its own session's resume only: another
+// session (its policy asks, and nobody is there to answer) that proposes
+// the approved tool_use_id with its input gets tool_use_id_conflict, and
+// its call does not run; the approval still runs the call, once, on its
+// own session's resume.
+func TestDeferredApprovalBelongsToItsSession(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	const deploy = "touch deferred.txt; echo ran >> runs.txt"
+	_, id := w.deferred(t, []modelscript.Step{step(bash("toolu_def", deploy))})
+	if code, out := w.toolgate("approve", id); code != 0 {
+		t.Fatalf("approve: %d %s", code, out)
+	}
+	other := w.run(runArgs{policy: deferPolicy, toolgate: []string{"--on-ask", "deny"}, script: []modelscript.Step{step(bash("toolu_def", deploy))}})
+	if c := other.call(t, "toolu_def"); c.Effect == "allow" || c.Executed {
+		t.Errorf("another session took the approval: %+v", c)
+	}
+	if other.report.Counts.ByReason[api.ReasonToolUseIDConflict] != 1 || other.code != 77 {
+		t.Errorf("the other session: exit %d, counts %+v; want 77 and tool_use_id_conflict", other.code, other.report.Counts)
+	}
+	if _, err := os.Stat(filepath.Join(w.project, "runs.txt")); err == nil {
+		t.Fatal("the other session ran the approved call")
+	}
+	if code, listed, _ := w.resume([]modelscript.Step{{Text: "done"}}); code != 0 || len(listed) != 1 || listed[0]["outcome"] != "resumed" {
+		t.Fatalf("resume: exit %d %v", code, listed)
+	}
+	if runs, _ := os.ReadFile(filepath.Join(w.project, "runs.txt")); string(runs) != "ran\n" {
+		t.Errorf("the approved call ran %q on its session's resume, want once", runs)
 	}
 }

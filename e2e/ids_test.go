@@ -185,8 +185,9 @@ func TestTwoRunsShareOneDaemon(t *testing.T) {
 	}
 }
 
-// A tool_use_id that ran in one session and comes again in another is
-// denied, and the second session's report and audit say so.
+// A tool_use_id that ran in one session and comes again in another, with
+// its input or another, is denied tool_use_id_conflict (an id is one call
+// of one session), and the second session's report and audit say so.
 func TestDuplicateAcrossSessions(t *testing.T) {
 	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
@@ -200,7 +201,7 @@ func TestDuplicateAcrossSessions(t *testing.T) {
 		if r.code != 77 {
 			t.Fatalf("second run: exit %d, want 77", r.code)
 		}
-		if r.report.Counts.ByReason["duplicate_tool_use_id"] != 1 || r.report.Counts.ByReason["tool_use_id_conflict"] != 1 {
+		if r.report.Counts.ByReason["tool_use_id_conflict"] != 2 {
 			t.Errorf("the second session's report: %+v", r.report)
 		}
 		if calls := w.audit(r.report.SessionID); len(calls) != 1 || len(calls[0].Repeats) != 2 {

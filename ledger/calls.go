@@ -540,6 +540,42 @@ func (l *Ledger) WriteBackFor(ctx context.Context, toolUseID string) (api.WriteB
 	return w, named("write-back of call", toolUseID, l.read(writeBackKey(toolUseID), &w))
 }
 
+// ErrResumeAnswered is TakeResume's error for a deferred call whose resume
+// was answered already, or a call that was never deferred.
+var ErrResumeAnswered = errors.New("the deferred call's resume was answered already")
+
+// TakeResume answers, once, the proposal of a deferred call in its
+// session's resume: in one transaction it finds the call deferred,
+// decided and never proposed again by its session (another session's
+// proposals were refused and do not count), and records this proposal as
+// its repeat with the decision it gets. Any later proposal of the id, or
+// one from another session, gets ErrResumeAnswered: a person's approval
+// runs one call.
+func (l *Ledger) TakeResume(ctx context.Context, toolUseID, sessionID string) (api.Call, error) {
+	return write(ctx, l, func(t *tx) (api.Call, error) {
+		c, found, err := getCall(t, toolUseID)
+		switch {
+		case err != nil:
+			return api.Call{}, err
+		case !found:
+			return api.Call{}, fmt.Errorf("take the resume of %s: %w", toolUseID, ErrNotFound)
+		case !c.Deferred || c.SessionID != sessionID || c.Effect == "" || c.Effect == api.EffectAsk:
+			return c, ErrResumeAnswered
+		}
+		for _, r := range c.Repeats {
+			if r.SessionID == sessionID {
+				return c, ErrResumeAnswered
+			}
+		}
+		r := api.Repeat{ProposedAt: t.Now(), SessionID: sessionID, Effect: c.Effect, ReasonCode: c.ReasonCode, Resume: true}
+		c.Repeats = append(c.Repeats, r)
+		if err := putCall(t, c); err != nil {
+			return api.Call{}, err
+		}
+		return c, t.event(KindCallRepeated, toolUseID, r)
+	})
+}
+
 // maxRepeats bounds how many repeats a call keeps; the audit has them all.
 const maxRepeats = 100
 

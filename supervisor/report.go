@@ -118,7 +118,7 @@ func buildReport(session string, calls []api.Call, spooled []api.SpoolLine) Repo
 			r.Calls = append(r.Calls, c)
 		}
 		for _, rep := range c.Repeats {
-			if rep.SessionID == session {
+			if rep.SessionID == session && !rep.Resume {
 				// The model sent the tool_use_id again: one more entry, with
 				// the answer the repeat got.
 				r.Calls = append(r.Calls, api.Call{ToolUseID: c.ToolUseID, SessionID: session, ToolName: c.ToolName,
