@@ -1,11 +1,15 @@
 package daemon
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -186,5 +190,140 @@ func waitPending(t *testing.T, c *api.Client, n int) []api.ApprovalDetail {
 			t.Fatalf("%d pending, want %d: %v", len(list), n, err)
 		}
 		time.Sleep(20 * time.Millisecond) // polling an observable state: the approval records
+	}
+}
+
+// A stranger cannot end an installed session. Any process of the user that
+// reaches gate.sock can send a SessionEnd with an installed hook's fields
+// naming another's session (session ids are no secret). While the
+// session's claude lives and Claude Code's own record of it
+// (~/.claude/sessions/PID.json) names the session, only its hooks speak
+// for it: the stranger is refused not_owner.
+func TestInstalledSessionNotEndedByAStranger(t *testing.T) {
+	p := testPaths(t)
+	c := startDaemonInProcess(t, p)
+	policy := writePolicy(t)
+	sid := "cc-victim"
+	// The victim's claude: a process with Claude Code's record of its
+	// session, whose hook (curl, its child) sends the session's first event.
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".claude", "sessions"), 0o700)
+	event, _ := json.Marshal(api.HookRequest{Event: installedEvent(sid, "PreToolUse", "Bash", `{"command":"ls"}`, "t-victim"),
+		Installed: &api.InstalledHook{PolicyPath: policy, ApprovalTimeout: api.Duration(time.Minute), ClaudePID: -1}})
+	script := `echo '{"sessionId":"` + sid + `"}' > "$HOME/.claude/sessions/$$.json"
+body=$(printf '%s' "$0" | sed "s/\"claude_pid\":-1/\"claude_pid\":$$/")
+curl -s -o /dev/null -w '%{http_code}\n' --unix-socket "$1" -H "` + api.HeaderProtocol + `: ` + strconv.Itoa(api.ProtocolVersion) + `" -d "$body" http://toolgate/v1/hook
+sleep 60`
+	// No exec at the end: a process in the middle of exec has no environ to
+	// read for a moment, and the daemon reads this one's right after the
+	// "200" (a real claude does not exec). Its group is killed at the end.
+	claude := exec.Command("sh", "-c", script, string(event), p.Socket())
+	claude.Env = append(os.Environ(), "HOME="+home)
+	claude.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := claude.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := claude.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-claude.Process.Pid, syscall.SIGKILL); claude.Wait() })
+	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "200" {
+		t.Fatalf("the victim's first event: %q", line)
+	}
+	// A stranger names the session and claims no claude of it.
+	stranger := &api.InstalledHook{PolicyPath: policy, ApprovalTimeout: api.Duration(time.Minute)}
+	_, err = c.Hook(ctx, api.HookRequest{Event: installedEvent(sid, "SessionEnd", "", `{}`, ""), Installed: stranger})
+	if errorCode(err) != "not_owner" {
+		t.Errorf("the stranger's SessionEnd: %v, want not_owner", err)
+	}
+	s, err := c.Session(ctx, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.EndedAt != nil {
+		t.Errorf("a process that is not the session's hook ended installed session %s", sid)
+	}
+	if s.ClaudePID != claude.Process.Pid {
+		t.Errorf("the session's claude is now pid %d (the stranger's), not %d", s.ClaudePID, claude.Process.Pid)
+	}
+}
+
+// The policy of an installed session is not whatever the first hook event
+// naming its session_id says. Claude Code's session id is known before the
+// first tool call (the transcript
+// ~/.claude/projects/<project>/<session_id>.jsonl is written as the
+// session starts), and any process that reaches gate.sock can send an
+// installed hook's event first, naming a policy file of its own. Were the
+// session registered with that policy, the real hook's events would only
+// "reopen" it and the person's interactive session would be decided by the
+// model's policy: here a push the person's policy asks about must still
+// ask.
+func TestInstalledSessionPolicyNotTakenByTheFirstEvent(t *testing.T) {
+	c := startDaemonInProcess(t, testPaths(t))
+	policy := writePolicy(t) // the person's: git push asks
+	mine := t.TempDir() + "/allow.json"
+	if err := os.WriteFile(mine, []byte(`{"version":1,"default":"allow","rules":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := "cc-next-session"
+	// The model's process, first, with its own policy.
+	if _, err := c.Hook(ctx, api.HookRequest{Event: installedEvent(sid, "PostToolUse", "Bash", `{"command":"true"}`, "t-first"),
+		Installed: &api.InstalledHook{PolicyPath: mine, ApprovalTimeout: api.Duration(time.Minute)}}); err != nil {
+		t.Logf("the model's event: %v", err)
+	}
+	// The session's own hook, with the person's policy.
+	claude, _ := proc.Parent(os.Getppid())
+	resp, err := c.Hook(ctx, api.HookRequest{Event: installedEvent(sid, "PreToolUse", "Bash", `{"command":"git push origin main"}`, "t-push"),
+		Installed: &api.InstalledHook{PolicyPath: policy, ApprovalTimeout: api.Duration(time.Minute), ClaudePID: claude}})
+	if err != nil || resp.Verdict == nil {
+		t.Fatalf("PreToolUse: %+v %v", resp, err)
+	}
+	if resp.Verdict.Effect != "ask" {
+		t.Errorf("a push the person's policy asks about got %s (rule %q): the session runs under the model's policy", resp.Verdict.Effect, resp.Verdict.RuleID)
+	}
+}
+
+// The policy an installed hook names is read as its session registers,
+// under the lock every installed hook's event takes (installMu). A FIFO
+// there, or a device that never ends (a link to /dev/zero), must be
+// refused at once: reading it waited for a writer, or without end, and
+// every installed session's hook with it, until each was killed or
+// denied gate_unavailable.
+func TestInstalledPolicyThatIsNotAFile(t *testing.T) {
+	c := startDaemonInProcess(t, testPaths(t))
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Lets a daemon still waiting in open(2) go, so that it can stop.
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	zero := filepath.Join(dir, "zero.json")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	good := writePolicy(t)
+	for i, path := range []string{fifo, zero} {
+		sid := []string{"cc-fifo", "cc-zero"}[i]
+		// A bound on a hang, not a wait for an event: the refusal is immediate.
+		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := c.Hook(hctx, api.HookRequest{Event: installedEvent(sid, "PreToolUse", "Bash", `{"command":"ls"}`, "t-"+sid),
+			Installed: &api.InstalledHook{PolicyPath: path, ApprovalTimeout: api.Duration(time.Minute)}})
+		cancel()
+		if err == nil || api.IsUnavailable(err) {
+			t.Errorf("an installed hook naming %s as its policy: %v, want the daemon's refusal", path, err)
+		}
+		hctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		resp, err := c.Hook(hctx, api.HookRequest{Event: installedEvent("cc-good", "PreToolUse", "Bash", `{"command":"ls"}`, "t-good-"+sid),
+			Installed: &api.InstalledHook{PolicyPath: good, ApprovalTimeout: api.Duration(time.Minute)}})
+		cancel()
+		if err != nil || resp.Verdict == nil || resp.Verdict.Effect != "allow" {
+			t.Fatalf("another installed session after a policy at %s: %+v %v", path, resp, err)
+		}
 	}
 }
