@@ -1,10 +1,13 @@
 package policy
 
 import (
+	"encoding/json"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/api"
 )
@@ -71,6 +74,147 @@ func TestGuard(t *testing.T) {
 	} {
 		if v := s.Evaluate(tt.tool, []byte(tt.input)); v.Effect != api.EffectAllow {
 			t.Errorf("%s %s: got %s by %q, want the policy's allow", tt.tool, tt.input, v.Effect, v.RuleID)
+		}
+	}
+}
+
+// The guard denies the command lines it is documented to deny
+// (toolgate-guard-commands: "toolgate approve|deny ..." and redirections
+// into a protected path) rather than letting them through to the policy.
+// Under the default Landlock containment nothing below the command line
+// stops them: the first writes Claude Code's user settings (with
+// disableAllHooks, every later toolgate run is ungated: see e2e
+// TestAttackSwitchRunsHooksOff).
+func TestGuardDeniesItsDocumentedCommandLines(t *testing.T) {
+	root := t.TempDir()
+	home, project := filepath.Join(root, "home"), filepath.Join(root, "project")
+	gate := api.Paths{RuntimeDir: filepath.Join(root, "run", "toolgate"), StateDir: filepath.Join(home, ".local/state/toolgate")}
+	for _, d := range []string{project, gate.RuntimeDir, gate.StateDir, filepath.Join(home, ".claude")} {
+		os.MkdirAll(d, 0o700)
+	}
+	g := NewGuard(GuardPaths{Gate: gate, ConfigDir: filepath.Join(home, ".config/toolgate"), Exe: "/opt/toolgate/bin/toolgate",
+		ClaudeDir: filepath.Join(home, ".claude"), Project: project})
+	s := NewSession(mustParse(t, `{"version":1,"default":"allow","rules":[]}`), nil, project, home)
+	s.Guard = g
+	for _, command := range []string{
+		`cd ~/.claude && echo '{"disableAllHooks":true}' > settings.json`,
+		`cd .claude; echo '{"disableAllHooks":true}' > settings.local.json`,
+		`sh -c 'toolgate approve apr_01'`,
+		`bash -c "toolgate deny apr_01"`,
+	} {
+		input := `{"command":` + quote(command) + `}`
+		if v := s.Evaluate("Bash", []byte(input)); v.RuleID != GuardCommands {
+			t.Errorf("%s: got %s by %q, want the guard's deny", command, v.Effect, v.RuleID)
+		}
+	}
+}
+
+func quote(s string) string {
+	b := []byte{'"'}
+	for _, r := range s {
+		switch r {
+		case '"', '\\':
+			b = append(b, '\\', byte(r))
+		default:
+			b = append(b, string(r)...)
+		}
+	}
+	return string(append(b, '"'))
+}
+
+// What the guard must let through: an assignment alone (a call without
+// words), a cd into the project, a mention of toolgate that decides
+// nothing.
+func TestGuardLetsOrdinaryCommandsThrough(t *testing.T) {
+	root := t.TempDir()
+	home, project := filepath.Join(root, "home"), filepath.Join(root, "project")
+	g := NewGuard(GuardPaths{Gate: api.Paths{RuntimeDir: filepath.Join(root, "run", "toolgate"), StateDir: filepath.Join(home, ".local/state/toolgate")},
+		ClaudeDir: filepath.Join(home, ".claude"), Project: project})
+	s := NewSession(mustParse(t, `{"version":1,"default":"allow","rules":[]}`), nil, project, home)
+	s.Guard = g
+	for _, command := range []string{`A=b`, `cd sub && echo x > out.txt`, `toolgate pending`, `echo hi > /dev/stderr`} {
+		if v := s.Evaluate("Bash", []byte(`{"command":`+quote(command)+`}`)); v.Effect != api.EffectAllow {
+			t.Errorf("%s: %+v", command, v)
+		}
+	}
+}
+
+// The guard resolves the links of a path the model names, as far as it
+// exists. A path of many components that do not exist must not cost the
+// daemon time quadratic in its length: 80 KB of "/a" held a core for 5 s,
+// 8 MB (an event's bound) would for hours.
+func TestGuardResolvesALongPathQuickly(t *testing.T) {
+	g := NewGuard(GuardPaths{ConfigDir: filepath.Join(t.TempDir(), "config")})
+	in, _ := json.Marshal(map[string]string{"file_path": strings.Repeat("/a", 80000)})
+	done := make(chan string, 1)
+	go func() { rule, _, _ := g.check(Call{Tool: "Read", Input: in, Cwd: "/"}); done <- rule }()
+	select {
+	case rule := <-done:
+		if rule != "" {
+			t.Errorf("a path of missing components: denied by %s", rule)
+		}
+	case <-time.After(3 * time.Second): // a bound on a hang, not a wait for an event
+		t.Fatal("the guard still resolves a 160 KB path after 3 s")
+	}
+}
+
+// resolveLinksOneByOne is resolveLinks as it was: each ancestor tried
+// from the longest down.
+func resolveLinksOneByOne(p string) string {
+	rest := ""
+	for dir := p; dir != "/" && dir != "."; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return path.Join(real, rest)
+		}
+		rest = path.Join(filepath.Base(dir), rest)
+	}
+	return p
+}
+
+// resolveLinks finds what trying each ancestor found: through links to
+// directories, links that go up, dangling links, loops, files, missing
+// components, relative paths.
+func TestGuardResolvesLinksAsBefore(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(p string) {
+		if err := os.MkdirAll(filepath.Join(root, p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ln := func(target, p string) {
+		if err := os.Symlink(target, filepath.Join(root, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("d/e/f")
+	mk("secret")
+	if err := os.WriteFile(filepath.Join(root, "d/file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln("d/e", "toe")
+	ln("../secret", "d/up")
+	ln("missing", "dangling")
+	ln("loop2", "loop1")
+	ln("loop1", "loop2")
+	ln(".", "self")
+	ln(filepath.Join(root, "secret"), "d/e/abs")
+	rel, err := filepath.Rel("/", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"", "d", "d/e/f", "d/e/f/x/y", "toe", "toe/f/x", "d/up", "d/up/x/y", "dangling", "dangling/x",
+		"loop1", "loop1/x", "self/self/d/up/z", "d/file", "d/file/x", "d/e/abs/x", "nothing/at/all", strings.Repeat("self/", 300) + "d/x"} {
+		abs := path.Clean(root + "/" + p)
+		if got, want := resolveLinks(abs), resolveLinksOneByOne(abs); got != want {
+			t.Errorf("resolveLinks(%s) = %s, want %s", abs, got, want)
+		}
+	}
+	for _, p := range []string{"/", ".", "..", "../..", "a", "a/b", rel, rel + "/toe/f/x", "../" + rel} {
+		if got, want := resolveLinks(p), resolveLinksOneByOne(p); got != want {
+			t.Errorf("resolveLinks(%s) = %s, want %s", p, got, want)
 		}
 	}
 }
