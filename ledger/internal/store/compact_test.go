@@ -10,12 +10,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/y"
+	"github.com/klauspost/compress/zstd"
 )
 
 // randomValue is about 1 KB that S2 cannot shrink.
@@ -406,4 +410,382 @@ func TestCompactsItselfWhenItDoubled(t *testing.T) {
 	}
 	defer reopened.Close()
 	st.check(t, reopened, "after compacting itself")
+}
+
+// dropTombstones makes the open Badger of s forget the delete markers it
+// may drop: it flushes the memtables into tables (DropPrefix of a key it
+// writes for that) and compacts them into one level, as Badger's own
+// compactions do beside writes once nothing reads at an older version.
+func dropTombstones(t testing.TB, s *Store) {
+	t.Helper()
+	for i := range 3 {
+		key := fmt.Sprintf("zz-flush/%d", i)
+		if _, err := Write(ctx, s, func(tx *Tx) (struct{}, error) { return struct{}{}, tx.Set(key, []byte("x")) }); err != nil {
+			t.Fatal(err)
+		}
+		s.overlay.readable()
+		if err := s.db().DropPrefix([]byte("zz-flush/")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.db().Flatten(1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hasVersions reports whether Badger holds any version of key (a value or
+// a delete marker).
+func hasVersions(t testing.TB, db *badger.DB, key string) bool {
+	t.Helper()
+	found := false
+	err := db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{AllVersions: true, Prefix: []byte(key)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if string(it.Item().Key()) == key {
+				found = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// A key deleted after the stream copied it, whose delete marker Badger's
+// own compaction dropped before the delta copy ran (nothing reads at an
+// older version then), must stay deleted: the delta copy must still see
+// that the key changed.
+func TestCompactKeepsADeleteWhoseMarkerBadgerDropped(t *testing.T) {
+	s, dir := openTest(t)
+	st := &state{vals: map[string]string{}}
+	for i := range 200 {
+		st.write(t, s, fmt.Sprintf("k/%05d", i), randomValue())
+	}
+	dropped := false
+	testHookCompact = func(step string) {
+		if step != "copied" {
+			return
+		}
+		st.write(t, s, "k/00001", "") // the stream copied its value
+		dropTombstones(t, s)
+		dropped = !hasVersions(t, s.db(), "k/00001")
+	}
+	defer func() { testHookCompact = nil }()
+	if _, err := s.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testHookCompact = nil
+	t.Logf("Badger dropped the delete marker before the delta copy: %v", dropped)
+	var got string
+	if err := s.Read("k/00001", &got); !errors.Is(err, ErrNotFound) {
+		t.Errorf("k/00001 was deleted during the compaction, reads %.20q %v after it", got, err)
+	}
+	st.check(t, s, "after Compact")
+	st.checkAfterReopen(t, s, dir)
+}
+
+// A compaction that fails after CURRENT names the new Badger (here the
+// journal cannot start its next generation: a directory stands where it
+// would go) stops the store, and must leave the Badger CURRENT names
+// where it is: the next Open opens it. Everything acknowledged before is
+// there after the reopen.
+func TestCompactFailingAfterTheSwitchKeepsTheNewBadger(t *testing.T) {
+	s, dir := openTest(t)
+	st := &state{vals: map[string]string{}}
+	for i := range 300 {
+		st.write(t, s, fmt.Sprintf("k/%05d", i), randomValue())
+	}
+	// Reopened: what was written is in Badger alone, not in the journal.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st.write(t, s, "k/00001", "rewritten")
+	blocker := ""
+	testHookCompact = func(step string) {
+		if step == "switched" {
+			blocker = journalPath(dir, s.journal.gen+1)
+			if err := os.MkdirAll(filepath.Join(blocker, "x"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	defer func() { testHookCompact = nil }()
+	if _, err := s.Compact(ctx); err == nil {
+		t.Fatal("Compact did not fail")
+	}
+	testHookCompact = nil
+	if _, err := Write(ctx, s, func(tx *Tx) (struct{}, error) { return struct{}{}, tx.Set("after", []byte("x")) }); err == nil {
+		t.Error("the store took a write after its compaction failed past the switch")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(blocker); err != nil { // what failed is mended
+		t.Fatal(err)
+	}
+	reopened, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	st.check(t, reopened, "after the failed compaction and a reopen")
+}
+
+// A compaction whose copy would not fit in what the filesystem has above
+// MinFree stops with ErrDiskFull, removes what it copied, and the store
+// goes on. (On a full filesystem the copy's writes through Badger's
+// memory maps kill the process with SIGBUS: on a 96 MB tmpfs holding 45 MB
+// of current values and MinFree 8 MB, Compact did.) Here the filesystem
+// is large; the test raises MinFree until 16 MB are left above it, less
+// than the 40 MB the copy needs.
+func TestCompactStopsWhenTheCopyWouldFillTheDisk(t *testing.T) {
+	s, dir := openTest(t)
+	for c := range 40 {
+		_, err := Write(ctx, s, func(tx *Tx) (struct{}, error) {
+			for i := range 1000 {
+				if err := tx.Put(fmt.Sprintf("k/%02d/%04d", c, i), randomValue()); err != nil {
+					return struct{}{}, err
+				}
+			}
+			return struct{}{}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.minFree = freeBytes(t, dir) - 16<<20 // read by the committer after this write
+	if _, err := Write(ctx, s, func(tx *Tx) (struct{}, error) { return struct{}{}, tx.Put("before", "x") }); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Compact(ctx)
+	if !errors.Is(err, ErrDiskFull) {
+		t.Errorf("Compact with 16 MB above MinFree for a 40 MB copy: %v, want ErrDiskFull", err)
+	}
+	if got := badgers(t, dir); len(got) != 1 || got[0] != "." {
+		t.Errorf("the store's Badgers after a compaction that did not fit: %v", got)
+	}
+	if _, err := Write(ctx, s, func(tx *Tx) (struct{}, error) { return struct{}{}, tx.Put("after", "x") }); err != nil {
+		t.Errorf("a write after the compaction stopped: %v", err)
+	}
+}
+
+// A second Open (another daemon starting) that read CURRENT before a
+// compaction of the open store switched, and takes the lock of the
+// Badger CURRENT named once the compaction let it go, must not open it:
+// it would make an empty Badger there and remove the store's new one as
+// retired. It fails as locked, and the store keeps what it holds.
+func TestOpenBesideACompactionThatSwitches(t *testing.T) {
+	s, dir := openTest(t)
+	st := &state{vals: map[string]string{}}
+	for i := range 200 {
+		st.write(t, s, fmt.Sprintf("k/%05d", i), randomValue())
+	}
+	read, compacted := make(chan struct{}), make(chan struct{})
+	testHookOpen = func() {
+		testHookOpen = nil
+		close(read)
+		<-compacted
+	}
+	defer func() { testHookOpen = nil }()
+	opened := make(chan error, 1)
+	go func() {
+		o, err := Open(dir, Options{})
+		if err == nil {
+			o.Close()
+		}
+		opened <- err
+	}()
+	<-read // the second Open read CURRENT
+	if _, err := s.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(compacted)
+	if err := <-opened; !errors.As(err, new(*LockedError)) {
+		t.Errorf("a second Open beside a compaction: %v, want a LockedError", err)
+	}
+	st.check(t, s, "after a second Open beside a compaction")
+	st.checkAfterReopen(t, s, dir)
+}
+
+// A CURRENT that names a Badger which is not there (a store copied without
+// it, or what a failed compaction used to leave) is refused: opening it
+// would make an empty Badger and remove the store's as retired.
+func TestOpenRefusesACurrentNamingNoBadger(t *testing.T) {
+	s, dir := openTest(t)
+	for i := range 100 {
+		put(t, s, i, randomValue())
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeCurrent(dir, "db-9"); err != nil {
+		t.Fatal(err)
+	}
+	o, err := Open(dir, Options{})
+	t.Logf("Open: %v", err)
+	if err == nil {
+		o.Close()
+		t.Error("Open made an empty Badger where CURRENT named one that is not there")
+	}
+	if got := badgers(t, dir); len(got) != 1 || got[0] != "." {
+		t.Errorf("the store's Badgers after the refused Open: %v, want its own directory's", got)
+	}
+}
+
+// A compaction beside many writers, then a crash of the machine that
+// takes from the new Badger everything it had not synced when the
+// compaction switched to it: the journal, recycled at the switch, brings
+// back every write acknowledged since, grouped or not, in order.
+func TestCompactThenMachineCrashUnderWriters(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{NoAutoCompact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 300 {
+		if _, err := Write(ctx, s, increment); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var snapshot, next string
+	testHookCompact = func(step string) {
+		if step != "switched" {
+			return
+		}
+		// The committer is held and the new Badger synced: this is what a
+		// crash of the machine leaves of it at the least.
+		next = filepath.Join(dir, strings.TrimSpace(readFile(t, filepath.Join(dir, currentFile))))
+		snapshot = filepath.Join(t.TempDir(), "next")
+		if out, err := exec.Command("cp", "-a", next, snapshot).CombinedOutput(); err != nil {
+			t.Errorf("%v %s", err, out)
+		}
+	}
+	defer func() { testHookCompact = nil }()
+	var acked atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for !stop.Load() {
+				if _, err := Write(ctx, s, increment); err != nil {
+					t.Error(err)
+					return
+				}
+				acked.Add(1)
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond)
+	if _, err := s.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testHookCompact = nil
+	time.Sleep(100 * time.Millisecond) // more writes, grouped, in the new generation only
+	stop.Store(true)
+	wg.Wait()
+	gen := s.journal.gen
+	abandon(t, s)
+	if err := os.RemoveAll(next); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-a", snapshot, next).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	records, _ := readJournal(journalPath(dir, gen), gen)
+	s, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	n := counted(t, s)
+	if int64(n) != 300+acked.Load() {
+		t.Errorf("counter %d after the crash, want %d (%d journal records since the switch)", n, 300+acked.Load(), len(records))
+	}
+	t.Logf("%d writes; %d journal records since the switch", n, len(records))
+}
+
+func readFile(t *testing.T, path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A compaction looks at the filesystem's space (checkSpace) on its own
+// goroutine, outside leading, while a writer's batch looks too: the time
+// until which a look vouches for the space (roomUntil) must not be read
+// and written by both unsynchronized. Run with -race: the compaction is
+// held after its look, without telling this goroutine anything (which
+// would order the two looks for the race detector); this goroutine sees
+// from the filesystem that the compaction has looked (its new Badger's
+// directory exists) and then writes.
+func TestCompactLooksAtSpaceBesideAWriter(t *testing.T) {
+	s, dir := openTest(t)
+	put(t, s, 1, "before")
+	s.roomUntil = time.Time{} // the compaction's look is a fresh one, and records its time
+	release := make(chan struct{})
+	testHookCompact = func(step string) {
+		if step == "copied" {
+			<-release
+		}
+	}
+	defer func() { testHookCompact = nil }()
+	compacted := make(chan error, 1)
+	go func() { _, err := s.Compact(ctx); compacted <- err }()
+	for {
+		if m, _ := filepath.Glob(filepath.Join(dir, "db-*")); len(m) > 0 {
+			break
+		}
+		runtime.Gosched() // the compaction's look is behind us once its Badger's directory exists
+	}
+	put(t, s, 2, "beside the compaction")
+	close(release)
+	if err := <-compacted; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyOptions asks for zstd level 3, badgerOptions for Badger's default
+// (1). Badger keeps one zstd encoder for the process, made at the level
+// of the first table it compresses: a daemon flushes a memtable before it
+// compacts, and every later compaction gets that level.
+func TestCompactGetsTheZSTDLevelItAsksFor(t *testing.T) {
+	words := strings.Fields("the go test run build make git commit push pull status diff log main src internal pkg cmd " +
+		"file path read write edit grep find sed awk echo cat ls cd mkdir rm cp mv chmod export env func return")
+	x := uint64(1)
+	var sb strings.Builder
+	for sb.Len() < 2<<20 {
+		x = x*6364136223846793005 + 1442695040888963407
+		sb.WriteString(words[(x>>33)%uint64(len(words))] + " ")
+	}
+	block := []byte(sb.String())
+	// The store's first table compressed (a memtable flushed, with
+	// badgerOptions), then a compaction's (copyOptions).
+	first := badgerOptions(t.TempDir(), Options{}).ZSTDCompressionLevel
+	copied := copyOptions(t.TempDir(), Options{}).ZSTDCompressionLevel
+	y.ZSTDCompress(nil, block[:64<<10], first)
+	got, _ := y.ZSTDCompress(nil, block, copied)
+	want := zstdAt(t, block, copied)
+	t.Logf("level %d asked: %d bytes; level %d gives %d", copied, len(got), copied, want)
+	if first != copied && len(got) != want {
+		t.Errorf("a compaction asks for zstd level %d, gets level %d's (%d bytes, not %d): Badger's encoder is the process's, made at the level of the first table", copied, first, len(got), want)
+	}
+}
+
+// zstdAt is the size of b compressed at level by an encoder of its own.
+func zstdAt(t *testing.T, b []byte, level int) int {
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(e.EncodeAll(b, nil))
 }
