@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -282,4 +284,106 @@ func FuzzAppendString(f *testing.F) {
 			t.Errorf("appendString(%q) = %s, want x%s", s, got, want)
 		}
 	})
+}
+
+// A call that could not be made durable (its batch's checkpoint failed:
+// here the journal could not take its next generation's name) must not
+// leave the audit chain's head it advanced behind: a later call chained
+// on the lost event would break the chain for good.
+func TestAChainAfterAFailedCheckpointVerifies(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.StartSession(ctx, api.Session{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	gens, _ := filepath.Glob(filepath.Join(dir, "journal-*.wal"))
+	if len(gens) != 1 {
+		t.Fatalf("journals %v", gens)
+	}
+	var gen int
+	fmt.Sscanf(filepath.Base(gens[0]), "journal-%d.wal", &gen)
+	block := filepath.Join(dir, fmt.Sprintf("journal-%d.wal", gen+1))
+	if err := os.Mkdir(block, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pad := strings.Repeat("p", 256<<10)
+	failed := -1
+	for i := 0; i < 100 && failed < 0; i++ {
+		c := api.Call{ToolUseID: fmt.Sprintf("toolu_%d", i), SessionID: "s", ToolName: "Bash",
+			Input: json.RawMessage(fmt.Sprintf(`{"command":"echo %d","pad":"%s"}`, i, pad))}
+		if _, _, err := l.Propose(ctx, c); err != nil {
+			failed = i
+			t.Logf("call %d failed: %v", i, err)
+		}
+	}
+	if failed < 0 {
+		t.Fatal("no checkpoint failed")
+	}
+	os.Remove(block) // a transient failure
+	c := api.Call{ToolUseID: "toolu_after", SessionID: "s", ToolName: "Bash", Input: json.RawMessage(`{"command":"true"}`)}
+	_, _, perr := l.Propose(ctx, c)
+	res, err := l.Verify(ctx)
+	if err != nil || !res.Valid {
+		t.Errorf("the call after the failed one: %v; the audit chain: %+v %v", perr, res, err)
+	}
+	// Opened again (the restart the stopped ledger asks for), it goes on.
+	l.Close()
+	if l, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, _, err := l.Propose(ctx, c); err != nil {
+		t.Fatalf("after a restart: %v", err)
+	}
+	if res, err := l.Verify(ctx); err != nil || !res.Valid {
+		t.Errorf("after a restart, the audit chain: %+v %v", res, err)
+	}
+}
+
+// A file cut exactly at an earlier export's head, followed by that
+// export's (genuine) last line, is byte for byte that earlier export, and
+// verifies as such: verify names the export it is (--json: export.event,
+// exported_at, by_pid, by_exe), and a run report's anchor after it
+// (--anchor) finds it short. The daemon makes exports for
+// people only (a gated session's process is refused), so that no export
+// is the model's to cut a later one back to.
+func TestCutExportVerifiesAsTheEarlierExport(t *testing.T) {
+	l := fill(t, 3)
+	var early bytes.Buffer // an export, before the calls
+	if err := l.Export(ctx, &early, api.Incident{PID: 4242}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 3; i < 8; i++ {
+		mustPropose(t, l, fmt.Sprintf("toolu_late_%d", i), `{"n":1}`)
+	}
+	var late bytes.Buffer // the person's export, of everything
+	if err := l.Export(ctx, &late, api.Incident{PID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	earlyLines := strings.Split(strings.TrimSpace(early.String()), "\n")
+	lateLines := strings.Split(strings.TrimSpace(late.String()), "\n")
+	forged := strings.Join(append(append([]string{}, lateLines[:3]...), earlyLines[len(earlyLines)-1]), "\n")
+	res, trailer, err := VerifyExport(strings.NewReader(forged))
+	if err != nil {
+		t.Fatalf("the file's own chain: %v", err)
+	}
+	recorded, err := l.Event(ctx, trailer.Event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckExport(res, trailer, recorded); err != nil {
+		t.Fatalf("the earlier export, as the cut file now is: %v", err)
+	}
+	if trailer.ByPID != 4242 || trailer.HeadSeq != res.Events {
+		t.Errorf("verify does not say which export the file is: %+v", trailer)
+	}
+	_, lateTrailer, _ := VerifyExport(strings.NewReader(late.String()))
+	events := func(seq uint64) (string, error) { return "", nil } // the cut file holds no event after the early head
+	_ = events
+	if lateTrailer.HeadSeq <= res.Events {
+		t.Errorf("the person's export ends at %d, the cut one at %d: an anchor at the later head finds it short", lateTrailer.HeadSeq, res.Events)
+	}
 }

@@ -71,7 +71,7 @@ func seenOf(t *testing.T, l *Ledger, id, want, when string) {
 // HTML characters, U+2028, control characters, and invalid UTF-8 (a rune
 // clipped at maxSeen) alike, from the event, from the record after a
 // prune, and through RecordOutcomes.
-func TestReviewSeenReadsBackAsStored(t *testing.T) {
+func TestSeenReadsBackAsStored(t *testing.T) {
 	c := newClock()
 	l, _ := openTest(t, c)
 	if _, _, err := l.StartSession(ctx, api.Session{ID: "long"}); err != nil {
@@ -108,7 +108,7 @@ func TestReviewSeenReadsBackAsStored(t *testing.T) {
 // The record names the call_seen event of what it keeps, the first one
 // with text: not a repeat's, not an empty one, through RecordSeen and
 // RecordOutcomes alike, several outcomes of one id in one batch too.
-func TestReviewSeenKeepsTheFirst(t *testing.T) {
+func TestSeenKeepsTheFirst(t *testing.T) {
 	l, _ := openTest(t, nil)
 	if _, _, err := l.StartSession(ctx, api.Session{ID: "s1"}); err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func pruneInSteps(t *testing.T, l *Ledger, before time.Time, n int) {
 // A prune cut short at each step, then run again, and the call_proposed
 // and call_seen events of one call pruned by different prunes: the call
 // reads with its input and what the model saw all along.
-func TestReviewSeenPrunedInSteps(t *testing.T) {
+func TestSeenPrunedInSteps(t *testing.T) {
 	for n := 0; n <= 4; n++ {
 		c := newClock()
 		l, _ := openTest(t, c)
@@ -251,7 +251,7 @@ func TestReviewSeenPrunedInSteps(t *testing.T) {
 // A record read just before a prune moved what the model saw from its
 // event into it and deleted the event: reading it then retries from the
 // record as it is now.
-func TestReviewSeenPrunedWhileRead(t *testing.T) {
+func TestSeenPrunedWhileRead(t *testing.T) {
 	c := newClock()
 	l, _ := openTest(t, c)
 	if _, _, err := l.StartSession(ctx, api.Session{ID: "long"}); err != nil {
@@ -277,7 +277,7 @@ func TestReviewSeenPrunedWhileRead(t *testing.T) {
 
 // A record of before seen_at holds what the model saw: it reads, is
 // written over, pruned and compacted with it.
-func TestReviewSeenLegacyRecord(t *testing.T) {
+func TestSeenLegacyRecord(t *testing.T) {
 	c := newClock()
 	l, _ := openTest(t, c)
 	if _, _, err := l.StartSession(ctx, api.Session{ID: "long"}); err != nil {
@@ -321,7 +321,7 @@ func TestReviewSeenLegacyRecord(t *testing.T) {
 
 // Readers while prunes move what calls that stay saw from events into
 // their records: every read finds the call whole.
-func TestReviewSeenReadersDuringPrunes(t *testing.T) {
+func TestSeenReadersDuringPrunes(t *testing.T) {
 	c := newClock()
 	l, _ := openTest(t, c)
 	if _, _, err := l.StartSession(ctx, api.Session{ID: "long"}); err != nil {
