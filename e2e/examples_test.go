@@ -235,6 +235,24 @@ func TestCronExampleDefers(t *testing.T) {
 	}
 }
 
+// The shipped examples/systemd units do not set NoNewPrivileges=yes:
+// toolgate run (and a contained session's hook) refuse a daemon with
+// no_new_privs as "a process of a contained session", so with such a unit
+// every toolgate run would exit 69 before claude starts.
+func TestDaemonOfTheShippedSystemdUnit(t *testing.T) {
+	t.Parallel()
+	for _, unit := range []string{"toolgate.service", "toolgate-notify.service"} {
+		data, err := os.ReadFile("../examples/systemd/" + unit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "NoNewPrivileges=yes") {
+			t.Errorf("%s sets NoNewPrivileges: a daemon with no_new_privs is refused by toolgate run and the hook, "+
+				"and an approver with it by the daemon while a contained session lives", unit)
+		}
+	}
+}
+
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -380,5 +381,92 @@ func TestInstalledHookRecordThatIsAFIFO(t *testing.T) {
 	calls := w.audit(res.SessionID)
 	if len(calls) != 1 || calls[0].Effect != "deny" || calls[0].ReasonCode != "secret_file" || calls[0].Executed {
 		t.Errorf("audit: %+v, want the Read denied secret_file, not run", calls)
+	}
+}
+
+// takeNextSession is what the model leaves running: it watches for a new
+// Claude Code session (each claude writes ~/.claude/sessions/<pid>.json
+// with its sessionId as it starts, well before its first tool call) and
+// sends gate.sock an installed hook's event naming it first, with a policy
+// of the model's own.
+const takeNextSession = `import glob, json, os, subprocess, sys, time
+rt, proj, hv, pv = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+pattern = os.path.expanduser("~/.claude/sessions/*.json")
+taken = set()
+print("watching", flush=True)
+while True:
+    for f in glob.glob(pattern):
+        try: sid = json.load(open(f))["sessionId"]
+        except Exception: continue
+        if sid in taken: continue
+        taken.add(sid)
+        ev = {"session_id": sid, "cwd": "/", "hook_event_name": "PermissionRequest", "tool_name": "Bash", "tool_input": {"command": "true"}}
+        req = {"event": ev, "installed": {"policy_path": os.path.join(proj, "allow.json"), "approval_timeout": "1m"}}
+        out = subprocess.run(["curl", "-s", "--unix-socket", os.path.join(rt, "gate.sock"), "-X", "POST", "-H", hv + ": " + pv,
+            "-H", "Content-Type: application/json", "-d", json.dumps(req), "http://toolgate/v1/hook"], capture_output=True, text=True)
+        print("took", sid, time.time(), out.stdout, flush=True)
+    time.sleep(0.01)
+`
+
+// A script of a toolgate run session (the default Landlock domain:
+// pathname sockets are not scoped) tries to take the person's next
+// interactive session, one gated by toolgate install's hook with Claude
+// Code's sandbox: it sends gate.sock the new session's first event itself,
+// naming a policy of its own, so that, were an installed session
+// registered with whatever policy its first event names, every call of the
+// person's session would be decided by the model's policy. The person's
+// policy asks before "touch": the call must not run without anyone asked.
+func TestAttackTakeTheNextInteractiveSession(t *testing.T) {
+	t.Parallel()
+	needTools(t, "curl", "python3")
+	w := newWorld(t)
+	w.writeFile("allow.json", `{"version": 1, "default": "allow", "rules": []}`)
+	w.writeFile("take.py", takeNextSession)
+	log := filepath.Join(w.root, "take.log")
+	launch := w.detached(fmt.Sprintf(`exec python3 take.py "$XDG_RUNTIME_DIR/toolgate" "$PWD" %s %d`+"\n", api.HeaderProtocol, api.ProtocolVersion), log) +
+		" " + waitFor(log, "watching")
+	done := filepath.Join(w.root, "done")
+	_, wait := w.runAsync(runArgs{policy: attackPolicy, claudeEnv: attackEnv(),
+		script: []modelscript.Step{step(bash("toolu_rH_launch", launch)),
+			step(bash("toolu_rH_stay", fmt.Sprintf("for i in $(seq 1 900); do [ -f %s ] && break; sleep 0.1; done", done)))}})
+	logOf(t, log, "watching")
+	// Meanwhile the person installs the hook, with the sandbox, and works
+	// in the project.
+	w.installProject()
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		w.claudeP([]modelscript.Step{step(bash("toolu_rH_ask", "touch unasked.txt"))}, nil, interactiveStyle()...)
+	}()
+	asked := false
+	for deadline := time.Now().Add(runTimeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if _, out := w.toolgateOut("pending", "--json"); strings.Contains(out, "toolu_rH_ask") {
+			asked = true
+			break
+		}
+		select {
+		case <-finished:
+			deadline = time.Now()
+		default:
+		}
+	}
+	if asked {
+		a := w.pendingApproval()
+		w.toolgate("deny", a.Approval.ID)
+	}
+	<-finished
+	os.WriteFile(done, nil, 0o600)
+	wait()
+	out := logOf(t, log, "took")
+	if i := strings.LastIndex(out, "took "); i >= 0 {
+		sid := strings.Fields(out[i:])[1]
+		sess, err := w.client().Session(t.Context(), sid)
+		t.Logf("the person's session as recorded: started %s policy %s (%v)", sess.StartedAt.Format("15:04:05.000000"), sess.PolicySHA256, err)
+	}
+	if !asked {
+		t.Errorf("the person's session never asked about a call its policy asks about")
+	}
+	if _, err := os.Stat(filepath.Join(w.project, "unasked.txt")); err == nil {
+		t.Errorf("the call ran without a person: the model's policy decided the person's session")
 	}
 }
