@@ -141,8 +141,8 @@ func TestGuardLetsOrdinaryCommandsThrough(t *testing.T) {
 
 // The guard resolves the links of a path the model names, as far as it
 // exists. A path of many components that do not exist must not cost the
-// daemon time quadratic in its length: 80 KB of "/a" held a core for 5 s,
-// 8 MB (an event's bound) would for hours.
+// daemon time quadratic in its length: at that cost 80 KB of "/a" would
+// hold a core for 5 s, 8 MB (an event's bound) for hours.
 func TestGuardResolvesALongPathQuickly(t *testing.T) {
 	g := NewGuard(GuardPaths{ConfigDir: filepath.Join(t.TempDir(), "config")})
 	in, _ := json.Marshal(map[string]string{"file_path": strings.Repeat("/a", 80000)})

@@ -35,9 +35,9 @@ var benchCalls = []struct{ tool, input string }{
 // BenchmarkPolicyDiffHistory100k records 100,000 calls in 100 sessions
 // through a real toolgate serve (16 clients, as hooks would), then times
 // toolgate policy diff --history (a process of its own, through the
-// daemon) and --file (on the ledger's audit export), between the seed
-// policy before issue 17 and after. Run it with -benchtime 1x; -v shows a
-// sample of the output.
+// daemon) and --file (on the ledger's audit export), between the earlier
+// seed policy (testdata/diff/seed-before.json) and the shipped one. Run it
+// with -benchtime 1x; -v shows a sample of the output.
 func BenchmarkPolicyDiffHistory100k(b *testing.B) {
 	bin := filepath.Join(b.TempDir(), "toolgate")
 	build := exec.Command("go", "build", "-o", bin, ".")

@@ -208,16 +208,16 @@ func freeBytes(t testing.TB, dir string) int64 {
 	return int64(st.Bavail) * int64(st.Bsize)
 }
 
-// A look at the filesystem vouches for what the batches after it write,
-// whatever their size: the store writes up to 8 MB a hook event (and a
-// request may carry 32 MB), not a few KB. Eight 8 MB writes submitted
-// together are one batch and one look; with 48 MB above MinFree, all of
-// them (64 MB of values, more with the journal) were admitted, and a
-// filesystem that full is written past MinFree: ENOSPC for the journal's
-// next file (the store stops) or SIGBUS in Badger's maps.
+// A look at the filesystem must not vouch for what the batches after it
+// write whatever their size: the store writes up to 8 MB a hook event (and
+// a request may carry 32 MB), not a few KB. Eight 8 MB writes submitted
+// together are one batch and one look; with 48 MB above MinFree, were all
+// of them (64 MB of values, more with the journal) admitted, a filesystem
+// that full would be written past MinFree: ENOSPC for the journal's next
+// file (the store stops) or SIGBUS in Badger's maps.
 //
-// (It failed on the code that looked before a batch ran, whatever the
-// batch then held.)
+// (It also catches a look made before a batch runs, whatever the batch
+// then holds.)
 func TestOneLookDoesNotVouchForMoreThanTheRoomItSaw(t *testing.T) {
 	s, dir := openTest(t)
 	put(t, s, 0, "before")
