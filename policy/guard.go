@@ -57,8 +57,11 @@ func (g *Guard) check(c Call) (rule, why string, denied bool) {
 			}
 		}
 	}
-	if c.Tool == "Bash" {
-		if why := g.command(in.Get("command").String(), c); why != "" {
+	if command, ok := shellCommand(c.Tool, c.Input); ok || c.Tool == "Bash" {
+		if c.Tool == "Bash" {
+			command = in.Get("command").String()
+		}
+		if why := g.command(command, c); why != "" {
 			return GuardCommands, why, true
 		}
 	}

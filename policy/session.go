@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 
+	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
 )
 
@@ -98,7 +100,41 @@ func (s *Session) Evaluate(tool string, input []byte) api.Verdict {
 		v.Message = api.DenyMessage(v, se.Detail())
 		return v
 	}
-	return s.Policy.Decide(s.call(tool, input))
+	v := s.Policy.Decide(s.call(tool, input))
+	if command, ok := shellCommand(tool, input); ok {
+		// The command runs as a Bash command would: the Bash rules decide
+		// it too, and the stricter verdict stands.
+		as := s.Policy.Decide(s.call("Bash", bashInput(command)))
+		if stricter(as.Effect, v.Effect) {
+			v = as
+		}
+	}
+	return v
+}
+
+// shellCommand is the shell command a tool other than Bash runs, when its
+// input has one: Claude Code's Monitor runs its command in a shell, and a
+// built-in tool with a command field is taken to (MCP tools are the
+// user's servers' own, and their rules decide them).
+func shellCommand(tool string, input []byte) (string, bool) {
+	if tool == "Bash" || strings.HasPrefix(tool, "mcp__") {
+		return "", false
+	}
+	c := gjson.GetBytes(input, "command")
+	return c.Str, c.Type == gjson.String
+}
+
+// bashInput is a Bash call's input for command.
+func bashInput(command string) []byte {
+	b, _ := json.Marshal(map[string]string{"command": command})
+	return b
+}
+
+// stricter reports whether effect a is stricter than b: deny, then ask,
+// then allow.
+func stricter(a, b api.Effect) bool {
+	rank := map[api.Effect]int{api.EffectAllow: 0, api.EffectAsk: 1, api.EffectDeny: 2}
+	return rank[a] > rank[b]
 }
 
 // SchemaError is the first failure of the input against the tool's
@@ -139,8 +175,19 @@ func (s *Session) Explain(tool string, input []byte) (api.Verdict, []Trace) {
 		return s.Evaluate(tool, input), traces
 	}
 	v, more := s.Policy.Explain(c)
+	traces = append(traces, more...)
+	if command, ok := shellCommand(tool, input); ok {
+		as, bash := s.Policy.Explain(s.call("Bash", bashInput(command)))
+		for _, t := range bash {
+			t.Why = "as the Bash command it runs: " + t.Why
+			traces = append(traces, t)
+		}
+		if stricter(as.Effect, v.Effect) {
+			v = as
+		}
+	}
 	if rest := s.Evaluate(tool, input); rest.Source != api.SourcePolicy {
 		v = rest // a schema or a tool that needs a person decided first
 	}
-	return v, append(traces, more...)
+	return v, traces
 }
