@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/render"
 	"github.com/urfave/cli/v2"
 )
 
@@ -78,6 +79,17 @@ func runAuditList(ctx context.Context, w io.Writer, session string, asJSON bool)
 	if asJSON {
 		return writeJSON(w, auditJSON{SchemaVersion: 1, Calls: calls})
 	}
+	printCalls(w, calls)
+	return nil
+}
+
+// printCalls prints the audit's lines for a person. Everything in a call
+// came from the model or from what its programs printed (tool_use_ids,
+// tool names, what the model saw): each field goes through
+// render.Printable, so that no escape sequence, C1 control or bidi
+// control reaches the terminal, where it could erase or forge a line.
+func printCalls(w io.Writer, calls []api.Call) {
+	p := render.Printable
 	for _, c := range calls {
 		decided := "undecided"
 		if c.Effect != "" {
@@ -99,15 +111,14 @@ func runAuditList(ctx context.Context, w io.Writer, session string, asJSON bool)
 		if c.Executions > 1 {
 			ran = fmt.Sprintf("EXECUTED %d TIMES", c.Executions)
 		}
-		fmt.Fprintf(w, "%s  %s  %-28s proposed -> %s -> %s\n", c.ProposedAt.Local().Format(time.DateTime), c.ToolUseID, c.ToolName, decided, ran)
+		fmt.Fprintf(w, "%s  %s  %-28s proposed -> %s -> %s\n", c.ProposedAt.Local().Format(time.DateTime), p(c.ToolUseID), p(c.ToolName), p(decided), ran)
 		if c.Seen != "" {
-			fmt.Fprintf(w, "    model saw: %s\n", clipText(strings.ReplaceAll(c.Seen, "\n", " "), 160))
+			fmt.Fprintf(w, "    model saw: %s\n", clipText(p(strings.ReplaceAll(c.Seen, "\n", " ")), 160))
 		}
 		for _, r := range c.Repeats {
-			fmt.Fprintf(w, "    proposed again %s in %s -> %s %s\n", r.ProposedAt.Local().Format(time.DateTime), r.SessionID, r.Effect, r.ReasonCode)
+			fmt.Fprintf(w, "    proposed again %s in %s -> %s %s\n", r.ProposedAt.Local().Format(time.DateTime), p(r.SessionID), p(string(r.Effect)), p(r.ReasonCode))
 		}
 	}
-	return nil
 }
 
 type auditJSON struct {

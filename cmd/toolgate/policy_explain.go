@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/urfave/cli/v2"
@@ -86,9 +87,13 @@ func runPolicyExplain(w io.Writer, opts callOptions, asJSON bool) error {
 	return nil
 }
 
+// clipText is s cut to at most n bytes, at a character's boundary.
 func clipText(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }
