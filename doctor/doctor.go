@@ -27,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/install"
 	"github.com/toolgate/toolgate/notify"
 	"github.com/toolgate/toolgate/policy"
+	"github.com/toolgate/toolgate/supervisor"
 )
 
 // Status of a check.
@@ -231,10 +232,26 @@ func checkContainment() Check {
 	return c
 }
 
+// checkTimeouts says how long an ask may wait and how long Claude Code
+// waits for toolgate run's prompt tool: the longer must be Claude Code's,
+// or a person could approve a call Claude Code no longer waits for. A rule
+// of the default policy may ask for longer than the default wait.
 func checkTimeouts(cfg Config) Check {
-	return Check{Name: "timeouts", Status: OK, Detail: fmt.Sprintf(
-		"approvals wait %s by default; toolgate run gives the prompt tool an MCP timeout 5 minutes longer, so the gate's expiry always answers first",
-		cfg.ApprovalWait)}
+	longest := time.Duration(0)
+	where := ""
+	if p, err := policy.Load(cfg.Policy); err == nil && p.LongestApprovalTimeout() > 0 {
+		longest = p.LongestApprovalTimeout()
+		where = fmt.Sprintf(", and a rule of %s asks for %s", cfg.Policy, longest)
+	}
+	wait := max(cfg.ApprovalWait, longest)
+	prompt := supervisor.PromptToolTimeout(cfg.ApprovalWait, longest)
+	c := Check{Name: "timeouts", Status: OK, Detail: fmt.Sprintf(
+		"approvals wait %s by default%s; toolgate run gives the prompt tool an MCP timeout of %s, past the longest wait (%s), so the gate's expiry always answers first",
+		cfg.ApprovalWait, where, prompt, wait)}
+	if prompt <= wait {
+		c.Status, c.Fix = Fail, "report this: toolgate run's prompt tool would time out before an ask"
+	}
+	return c
 }
 
 func checkSettings(cfg Config, scope, path string) Check {

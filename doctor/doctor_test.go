@@ -117,3 +117,20 @@ func TestDoctorChecksTheDefaultPolicy(t *testing.T) {
 		t.Errorf("a good default policy: %+v", c)
 	}
 }
+
+// doctor says how long an ask may wait, a rule's approval_timeout
+// included, and that Claude Code waits longer for the prompt tool.
+func TestDoctorChecksTheTimeoutsOfTheDefaultPolicy(t *testing.T) {
+	root := t.TempDir()
+	policyFile := filepath.Join(root, "policy.json")
+	os.WriteFile(policyFile, []byte(`{"version": 1, "default": "ask", "rules": [
+		{"id": "slow", "effect": "ask", "tool": "Bash", "approval_timeout": "1h"}]}`), 0o600)
+	cfg := Config{Paths: api.Paths{RuntimeDir: filepath.Join(root, "rt"), StateDir: root}, Policy: policyFile,
+		Claude: "no-such-claude-here", Cwd: root, Home: root, UserSettings: filepath.Join(root, "none.json"),
+		ApprovalWait: 15 * time.Minute}
+	c := checkTimeouts(cfg)
+	if c.Status != OK || !strings.Contains(c.Detail, "a rule of "+policyFile+" asks for 1h0m0s") ||
+		!strings.Contains(c.Detail, "MCP timeout of 1h5m0s, past the longest wait (1h0m0s)") {
+		t.Errorf("timeouts: %+v", c)
+	}
+}

@@ -28,7 +28,7 @@ func TestPromptToolOutwaitsTheLongestAsk(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := promptToolTimeout(tt.session, p.LongestApprovalTimeout()); got != tt.want {
+		if got := PromptToolTimeout(tt.session, p.LongestApprovalTimeout()); got != tt.want {
 			t.Errorf("%s with a session timeout of %v: the prompt tool's timeout is %v, want %v", tt.doc, tt.session, got, tt.want)
 		}
 	}

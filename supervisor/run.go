@@ -128,7 +128,7 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if r.timeout <= 0 {
 		r.timeout = api.DefaultApprovalTimeout
 	}
-	r.promptTimeout = promptToolTimeout(r.timeout, pol.LongestApprovalTimeout())
+	r.promptTimeout = PromptToolTimeout(r.timeout, pol.LongestApprovalTimeout())
 	// What toolgate gives claude (its settings, the prompt tool's token)
 	// lives in a private directory the session's tools may not touch.
 	if r.files, err = os.MkdirTemp("", "toolgate-run-"); err != nil {
@@ -215,7 +215,7 @@ type runner struct {
 	session string
 	timeout time.Duration
 	// promptTimeout is what Claude Code waits for the prompt tool
-	// (promptToolTimeout).
+	// (PromptToolTimeout).
 	promptTimeout time.Duration
 	spool         string
 	files         string // the private directory of claude's settings and MCP configuration
@@ -395,11 +395,11 @@ func (r *runner) endOrphans(ctx context.Context) {
 // Code waits for the prompt tool.
 const promptMargin = 5 * time.Minute
 
-// promptToolTimeout is the timeout Claude Code gives the prompt tool: past
+// PromptToolTimeout is the timeout Claude Code gives the prompt tool: past
 // the longest wait an ask of the session may have, the run's or a rule's
 // approval_timeout, so that the gate's expiry always answers first (the
 // CLI's timeout is a hard limit, which progress does not extend).
-func promptToolTimeout(session, longestRule time.Duration) time.Duration {
+func PromptToolTimeout(session, longestRule time.Duration) time.Duration {
 	return max(session, longestRule) + promptMargin
 }
 
