@@ -116,7 +116,11 @@ func printCalls(w io.Writer, calls []api.Call) {
 			fmt.Fprintf(w, "    model saw: %s\n", clipText(p(strings.ReplaceAll(c.Seen, "\n", " ")), 160))
 		}
 		for _, r := range c.Repeats {
-			fmt.Fprintf(w, "    proposed again %s in %s -> %s %s\n", r.ProposedAt.Local().Format(time.DateTime), p(r.SessionID), p(string(r.Effect)), p(r.ReasonCode))
+			again := "proposed again"
+			if r.Resume {
+				again = "resumed"
+			}
+			fmt.Fprintf(w, "    %s %s in %s -> %s %s\n", again, r.ProposedAt.Local().Format(time.DateTime), p(r.SessionID), p(string(r.Effect)), p(r.ReasonCode))
 		}
 	}
 }
