@@ -3,8 +3,9 @@ package policy
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/textdist"
 )
 
 // builtinTools are Claude Code's built-in tools and the fields of their
@@ -82,40 +83,14 @@ func toolWarnings(tool string, keys []string) (onTool string, onKey map[string]s
 }
 
 // nearest is the name of names closest to typed, when it is close enough
-// to be a slip: a case, an underscore, a letter or two.
+// to be a slip: another case or underscores (filepath, file_path,
+// FilePath), or a letter or two (textdist.Closest).
 func nearest(typed string, names []string) string {
 	norm := func(s string) string { return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s)) }
-	best, bestD := "", 3
-	sorted := append([]string(nil), names...)
-	sort.Strings(sorted)
-	for _, n := range sorted {
+	for _, n := range names {
 		if norm(n) == norm(typed) {
 			return n
 		}
-		if d := distance(norm(typed), norm(n)); d < bestD {
-			best, bestD = n, d
-		}
 	}
-	return best
-}
-
-// distance is the Levenshtein distance of a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return textdist.Closest(typed, names)
 }

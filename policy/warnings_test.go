@@ -26,18 +26,7 @@ func TestPrefixWarnings(t *testing.T) {
 		`rule "never-allowed": warning: an allow rule never matches "export": it sets shell variables`,
 		`rule "allow-args": warning: in an allow rule, argument_under holds when any one path is under a directory`,
 	}
-	got := p.Warnings()
-	if len(got) != len(want) {
-		for _, w := range got {
-			t.Log(w.Warning())
-		}
-		t.Fatalf("got %d warnings, want %d", len(got), len(want))
-	}
-	for i, w := range want {
-		if !strings.Contains(got[i].Warning(), w) {
-			t.Errorf("warning %d = %q, want it to contain %q", i, got[i].Warning(), w)
-		}
-	}
+	wantWarnings(t, p, want)
 }
 
 // A rule whose tool differs from Claude Code's by case, or whose input
@@ -59,6 +48,13 @@ func TestToolAndFieldWarnings(t *testing.T) {
 		`rule "field-case": warning: Bash has no field "Command": this condition never holds; did you mean "command"?`,
 		`rule "mcp": warning: an MCP tool is named mcp__SERVER__TOOL`,
 	}
+	wantWarnings(t, p, want)
+}
+
+// wantWarnings requires p's warnings to contain want's, in order, and no
+// other.
+func wantWarnings(t *testing.T, p *Policy, want []string) {
+	t.Helper()
 	got := p.Warnings()
 	if len(got) != len(want) {
 		for _, w := range got {

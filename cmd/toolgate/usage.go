@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/textdist"
 	"github.com/urfave/cli/v2"
 )
 
@@ -65,7 +66,7 @@ func flagError(helpName string, flags []cli.Flag, err error) error {
 	msg := err.Error()
 	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
 		msg = fmt.Sprintf("%s has no flag --%s", helpName, m[1])
-		if s := closest(m[1], flagNames(flags)); s != "" {
+		if s := textdist.Closest(m[1], flagNames(flags)); s != "" {
 			msg += fmt.Sprintf("; did you mean --%s?", s)
 		}
 	} else if m := invalidValue.FindStringSubmatch(msg); m != nil {
@@ -100,39 +101,6 @@ func findFlag(flags []cli.Flag, name string) cli.Flag {
 	return nil
 }
 
-// closest is the name nearest to typed when it is near enough to be what
-// was meant: at most two edits away, and fewer than typed has letters.
-func closest(typed string, names []string) string {
-	best, bestDist := "", 3
-	for _, n := range names {
-		if d := editDistance(typed, n); d < bestDist && d < len(typed) {
-			best, bestDist = n, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
-}
-
 // helpOrUnknown is the action of the app and of every command group: with
 // no arguments it shows help; a word that is no command is a usage error
 // that says what was probably meant.
@@ -163,7 +131,7 @@ func helpOrUnknownIn(where string, cmds []*cli.Command, word string) error {
 			names = append(names, c.Names()...)
 		}
 	}
-	if s := closest(word, names); s != "" {
+	if s := textdist.Closest(word, names); s != "" {
 		msg += fmt.Sprintf("; did you mean %s %s?", where, s)
 	}
 	return &usageError{msg: msg, help: where}
