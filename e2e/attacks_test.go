@@ -252,14 +252,7 @@ func TestAttackForgeADesktopClick(t *testing.T) {
 	w := newWorld(t)
 	bus := dbustest.SessionBus(t)
 	srv := dbustest.StartNotifications(t, bus, func(s *dbustest.Notifications) { s.Actions = true })
-	notify := exec.Command(toolgateBin, "notify")
-	notify.Env = append(w.env(nil), "DBUS_SESSION_BUS_ADDRESS="+bus)
-	notifyLog := newLines()
-	notify.Stderr = notifyLog
-	if err := notify.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { notify.Process.Kill(); notify.Wait() })
+	notifyLog := w.startNotify(t, bus)
 	log, seen := filepath.Join(w.root, "attack.log"), filepath.Join(w.root, "bus.log")
 	script := `dbus-monitor --session "interface=org.freedesktop.Notifications" > ` + seen + ` 2>&1 &
 ` + waitForPending + `sleep 1
@@ -310,14 +303,7 @@ func TestAttackBeTheNotificationServer(t *testing.T) {
 		script:    []modelscript.Step{step(bash("toolu_atk6_launch", launch)), step(bash("toolu_atk6_ask", "touch clicked.txt"))}})
 	l.approvalID(t)
 	receive(t, owned) // the model's server owns the name
-	notify := exec.Command(toolgateBin, "notify")
-	notify.Env = append(w.env(nil), "DBUS_SESSION_BUS_ADDRESS="+bus)
-	notifyLog := newLines()
-	notify.Stderr = notifyLog
-	if err := notify.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { notify.Process.Kill(); notify.Wait() })
+	notifyLog := w.startNotify(t, bus)
 	r := wait()
 	logOf(t, log, "clicked Approve")
 	if _, err := os.Stat(filepath.Join(w.project, "clicked.txt")); err == nil {
@@ -1205,14 +1191,7 @@ dbus-send --session --type=method_call --dest=org.freedesktop.DBus /org/freedesk
 		script:    []modelscript.Step{step(bash("toolu_rK_write", "sh activate.sh")), step(bash("toolu_rK_ask", "touch clicked.txt"))}})
 	l.approvalID(t)
 	// The person's toolgate notify, as examples/systemd runs it.
-	notify := exec.Command(toolgateBin, "notify")
-	notify.Env = append(w.env(nil), "DBUS_SESSION_BUS_ADDRESS="+addr)
-	notifyLog := newLines()
-	notify.Stderr = notifyLog
-	if err := notify.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { notify.Process.Kill(); notify.Wait() })
+	notifyLog := w.startNotify(t, addr)
 	r := wait()
 	t.Logf("the model saw: %s", r.saw(t, "toolu_rK_write").Text)
 	peek(t, serverLog)
@@ -1324,4 +1303,19 @@ func TestAttackAnotherHooksUpdatedInput(t *testing.T) {
 		c := r.call(t, "toolu_rP_echo")
 		t.Errorf("a command the policy denies ran; the report says %q ran (%s, executed %v), exit %d", commandOf(c.Input), c.Effect, c.Executed, r.code)
 	}
+}
+
+// startNotify starts the person's toolgate notify on the session bus at
+// bus, as examples/systemd runs it, and returns its stderr's lines.
+func (w *world) startNotify(t *testing.T, bus string) *lines {
+	t.Helper()
+	notify := exec.Command(toolgateBin, "notify")
+	notify.Env = append(w.env(nil), "DBUS_SESSION_BUS_ADDRESS="+bus)
+	l := newLines()
+	notify.Stderr = l
+	if err := notify.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { notify.Process.Kill(); notify.Wait() })
+	return l
 }
