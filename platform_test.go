@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// toolgate is Linux-only (README: "What runs where"): a build for another
+// toolgate is Linux-only (docs/development.md): a build for another
 // system stops at a line that says so, for the CLI and for the hook,
 // rather than at whichever Linux call it meets first.
 func TestABuildForAnotherSystemSaysLinuxOnly(t *testing.T) {

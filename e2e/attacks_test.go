@@ -1087,7 +1087,7 @@ func TestAttackSwitchRunsHooksOff(t *testing.T) {
 	})
 }
 
-// The residual risk the README names ("possible for a user-level service
+// The residual risk docs/security.md names ("possible for a user-level service
 // reached over a Unix socket"), shown with the most ordinary such service
 // on a developer's machine: a tmux server the person started earlier in a
 // terminal. The model's script (default Landlock domain: pathname sockets
@@ -1132,7 +1132,7 @@ done
 	}
 }
 
-// Be the notification server through D-Bus activation. The README says
+// Be the notification server through D-Bus activation. docs/security.md says
 // the model's notification server is refused for its no_new_privs
 // (Landlock) or its place in the session's tree; but the session bus
 // starts services itself: the model's script (default
@@ -1281,7 +1281,7 @@ func commandOf(input []byte) string {
 }
 
 // Another hook's updatedInput must not replace the call toolgate decided.
-// The README says Claude Code's other hooks (a project's
+// docs/security.md says Claude Code's other hooks (a project's
 // .claude/settings.json) "cannot loosen its decision" because toolgate
 // always answers explicitly; but when toolgate allows, another PreToolUse
 // hook that also allows may return updatedInput, and Claude Code runs that

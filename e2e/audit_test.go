@@ -153,7 +153,7 @@ func TestAuditPrune(t *testing.T) {
 // model saw. Were gate.sock to take PostToolUse and PostToolBatch events
 // from any process of the user, for any tool_use_id of any session, and
 // record them as they come (events of the chain like any other, so the
-// chain stays intact, unlike writing the ledger's files, which the README
+// chain stays intact, unlike writing the ledger's files, which docs/security.md
 // says shows as a broken chain), a script of a session could rewrite what
 // the audit says the model saw (here: that it never saw the secret it
 // read), and record a call the policy denied as executed. (An export would
@@ -162,7 +162,7 @@ func TestAuditPrune(t *testing.T) {
 // nothing would mark it as not Claude Code's.)
 //
 // With the default Landlock containment this is a documented residual
-// (README, "What it does not protect against"): code the model runs can
+// (docs/security.md, "What it does not protect against"): code the model runs can
 // send gate.sock what the hook sends. Claude Code's sandbox
 // (--containment strict) leaves its Bash no Unix socket to send it on.
 func TestAttackForgeTheAuditThroughTheGate(t *testing.T) {

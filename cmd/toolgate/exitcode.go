@@ -11,7 +11,7 @@ import (
 )
 
 // Exit codes follow sysexits(3). This is the only place errors become exit
-// codes; the table is repeated in the README and in toolgate --help.
+// codes; the table is repeated in the README, docs/usage.md and toolgate --help.
 const (
 	exitOK          = 0
 	exitFailure     = 1  // anything not listed below
