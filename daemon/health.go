@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -142,9 +143,7 @@ func (d *Daemon) watchHealth(ctx context.Context, v *vitals, stop context.Cancel
 
 // closeLedger closes the ledger within closeDeadline, and says in the log
 // what is durable when Close does not return in time.
-func closeLedger(l *ledger.Ledger, dir string, log interface {
-	Error(string, ...any)
-}) {
+func closeLedger(l *ledger.Ledger, dir string, log *slog.Logger) {
 	done := make(chan error, 1)
 	go func() { done <- l.Close() }()
 	select {

@@ -132,9 +132,16 @@ func bashInput(command string) []byte {
 
 // stricter reports whether effect a is stricter than b: deny, then ask,
 // then allow.
-func stricter(a, b api.Effect) bool {
-	rank := map[api.Effect]int{api.EffectAllow: 0, api.EffectAsk: 1, api.EffectDeny: 2}
-	return rank[a] > rank[b]
+func stricter(a, b api.Effect) bool { return strictness(a) > strictness(b) }
+
+func strictness(e api.Effect) int {
+	switch e {
+	case api.EffectDeny:
+		return 2
+	case api.EffectAsk:
+		return 1
+	}
+	return 0
 }
 
 // SchemaError is the first failure of the input against the tool's
