@@ -57,10 +57,7 @@ func (g *Guard) check(c Call) (rule, why string, denied bool) {
 			}
 		}
 	}
-	if command, ok := shellCommand(c.Tool, c.Input); ok || c.Tool == "Bash" {
-		if c.Tool == "Bash" {
-			command = in.Get("command").String()
-		}
+	if command, ok := runsCommand(c.Tool, c.Input); ok {
 		if why := g.command(command, c); why != "" {
 			return GuardCommands, why, true
 		}

@@ -117,11 +117,19 @@ func (s *Session) Evaluate(tool string, input []byte) api.Verdict {
 // built-in tool with a command field is taken to (MCP tools are the
 // user's servers' own, and their rules decide them).
 func shellCommand(tool string, input []byte) (string, bool) {
-	if tool == "Bash" || strings.HasPrefix(tool, "mcp__") {
+	if tool == "Bash" {
+		return "", false
+	}
+	return runsCommand(tool, input)
+}
+
+// runsCommand is the shell command a built-in tool runs, Bash included.
+func runsCommand(tool string, input []byte) (string, bool) {
+	if strings.HasPrefix(tool, "mcp__") {
 		return "", false
 	}
 	c := gjson.GetBytes(input, "command")
-	return c.Str, c.Type == gjson.String
+	return c.Str, c.Type == gjson.String || tool == "Bash"
 }
 
 // bashInput is a Bash call's input for command.
