@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -46,8 +45,7 @@ func setup(m *testing.M) (int, error) {
 		return 1, err
 	}
 	defer os.RemoveAll(bin)
-	build := exec.Command("go", "build", "-ldflags", "-X main.commit="+gitCommit(), "-o", bin+"/", "../cmd/toolgate", "../cmd/toolgate-hook")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static binaries, as shipped
+	build := exec.Command("../scripts/build", bin) // static binaries, as shipped
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return 1, fmt.Errorf("build the binaries: %w", err)
@@ -94,18 +92,4 @@ func installClaude() (string, error) {
 	}
 	fmt.Fprintf(os.Stderr, "e2e: installed in %s\n", time.Since(start).Round(time.Second))
 	return bin, nil
-}
-
-// gitCommit is the commit the binaries are built from, for toolgate
-// version ("" outside a git checkout).
-func gitCommit() string {
-	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
-	if err != nil {
-		return ""
-	}
-	c := strings.TrimSpace(string(out))
-	if exec.Command("git", "diff", "--quiet", "HEAD").Run() != nil {
-		c += "-dirty"
-	}
-	return c
 }
