@@ -59,6 +59,9 @@ type RegisterRequest struct {
 	// daemon's own (the guard): the policy, Claude Code's configuration,
 	// the files toolgate run gives claude, the hook.
 	Protected []string `json:"protected,omitempty"`
+	// Writable, when set, are the only trees Claude Code's file tools may
+	// write in: those the session's Bash commands may (its boundary).
+	Writable []string `json:"writable,omitempty"`
 	// Claude and ClaudeArgs are the claude executable and the user's
 	// arguments, kept for toolgate resume (OnAsk defer).
 	Claude     string   `json:"claude,omitempty"`
@@ -70,6 +73,7 @@ type RegisterRequest struct {
 type ResumeRequest struct {
 	Contained bool     `json:"contained,omitempty"`
 	Protected []string `json:"protected,omitempty"`
+	Writable  []string `json:"writable,omitempty"`
 }
 
 // DeferredSession is a session that deferred a call for a person, with

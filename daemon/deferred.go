@@ -75,7 +75,7 @@ func (ss *sessions) resume(ctx context.Context, id string, owner int, req api.Re
 	rec, err := ss.ledger.ResumeSession(ctx, id, func(s *api.Session) {
 		json.Unmarshal(s.Settings, &settings)
 		settings.SupervisorPID, settings.OwnerPID, settings.Contained = owner, owner, req.Contained
-		settings.Guard = ss.guardFor(s.Cwd, "", req.Protected...)
+		settings.Guard = ss.guardFor(s.Cwd, "", req.Writable, req.Protected...)
 		s.Settings, _ = json.Marshal(settings)
 	})
 	if err != nil {

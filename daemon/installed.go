@@ -74,7 +74,7 @@ func (ss *sessions) installed(ctx context.Context, raw []byte, in api.InstalledH
 	}
 	settings := sessionSettings{PolicyName: in.PolicyPath, ApprovalTimeout: in.ApprovalTimeout, OnAsk: "wait",
 		SessionContext: api.SessionContext{Home: in.Home}, Installed: true,
-		Guard: ss.guardFor(ev.Get("cwd").String(), in.ClaudeDir, in.PolicyPath)}
+		Guard: ss.guardFor(ev.Get("cwd").String(), in.ClaudeDir, nil, in.PolicyPath)}
 	return ss.start(ctx, api.Session{ID: id, ClaudeSessionID: id, Cwd: ev.Get("cwd").String(), ClaudePID: claude}, settings, doc)
 }
 
@@ -87,7 +87,7 @@ func (ss *sessions) reopen(ctx context.Context, s *gateSession, claude int, in a
 	}
 	settings := s.settings
 	settings.PolicyName, settings.ApprovalTimeout, settings.Home = in.PolicyPath, in.ApprovalTimeout, in.Home
-	settings.Guard = ss.guardFor(cwd, in.ClaudeDir, in.PolicyPath)
+	settings.Guard = ss.guardFor(cwd, in.ClaudeDir, nil, in.PolicyPath)
 	if settings.ApprovalTimeout <= 0 {
 		settings.ApprovalTimeout = api.Duration(api.DefaultApprovalTimeout)
 	}

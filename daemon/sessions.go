@@ -132,7 +132,7 @@ func (ss *sessions) register(ctx context.Context, id string, r api.RegisterReque
 	settings := sessionSettings{PolicyName: r.PolicyName, ApprovalTimeout: r.ApprovalTimeout, OnAsk: r.OnAsk,
 		SessionContext: api.SessionContext{Home: r.Home, Tools: r.Tools},
 		SupervisorPID:  r.SupervisorPID, OwnerPID: owner, Contained: r.Contained, Claude: r.Claude, ClaudeArgs: r.ClaudeArgs,
-		Guard: ss.guardFor(r.Cwd, "", r.Protected...)}
+		Guard: ss.guardFor(r.Cwd, "", r.Writable, r.Protected...)}
 	return ss.start(ctx, api.Session{ID: id, Cwd: r.Cwd}, settings, r.Policy)
 }
 
@@ -340,8 +340,8 @@ func (ss *sessions) owns(s *gateSession, pid int) bool {
 
 // guardFor is the guard of a session in project, with Claude Code's
 // configuration in claudeDir (when the caller knows it) and extra paths.
-func (ss *sessions) guardFor(project, claudeDir string, extra ...string) *policy.Guard {
+func (ss *sessions) guardFor(project, claudeDir string, writable []string, extra ...string) *policy.Guard {
 	gp := ss.guard
-	gp.Project, gp.ClaudeDir, gp.Extra = project, claudeDir, extra
+	gp.Project, gp.ClaudeDir, gp.Writable, gp.Extra = project, claudeDir, writable, extra
 	return policy.NewGuard(gp)
 }

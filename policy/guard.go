@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -27,6 +28,9 @@ type Guard struct {
 	Protected []string `json:"protected"`
 	// Sockets are the gate's socket directory: no command may name it.
 	Sockets string `json:"sockets,omitempty"`
+	// Writable are the only trees Claude Code's write tools may write in,
+	// as written and with links resolved (none: no such limit).
+	Writable []string `json:"writable,omitempty"`
 }
 
 // Guard rules, as explain shows them and verdicts name them.
@@ -55,6 +59,15 @@ func (g *Guard) check(c Call) (rule, why string, denied bool) {
 			if hit := g.protects(normalizePath(p.Str, c)); hit != "" {
 				return GuardFiles, key + " " + p.Str + " is under " + hit + ", which no session may touch", true
 			}
+			if writes[c.Tool] {
+				if what := startsCodeLater(normalizePath(p.Str, c), c.Home); what != "" {
+					return GuardFiles, key + " " + p.Str + " is " + what + ": what is written there runs later, outside the session's boundary", true
+				}
+				if !g.writable(normalizePath(p.Str, c)) {
+					return GuardFiles, key + " " + p.Str + " is outside the trees the session may write (the project, its temp dir, --writable): " +
+						"its Bash commands cannot write there either", true
+				}
+			}
 		}
 	}
 	if command, ok := runsCommand(c.Tool, c.Input); ok {
@@ -63,6 +76,63 @@ func (g *Guard) check(c Call) (rule, why string, denied bool) {
 		}
 	}
 	return "", "", false
+}
+
+// writable reports whether a write tool may write p: anywhere without a
+// limit, else only where p, as written and with its links resolved, lies
+// in one of the writable trees.
+func (g *Guard) writable(p string) bool {
+	if len(g.Writable) == 0 {
+		return true
+	}
+	in := func(p string) bool {
+		for _, w := range g.Writable {
+			if p == w || strings.HasPrefix(p, strings.TrimSuffix(w, "/")+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	return in(p) && in(resolveLinks(p))
+}
+
+// writes are Claude Code's tools that write the file they name.
+var writes = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true}
+
+// rcFiles are the files in $HOME that a shell, a login or a desktop
+// session runs.
+var rcFiles = []string{".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
+	".zprofile", ".zlogin", ".zlogout", ".xprofile", ".xsessionrc", ".inputrc", ".config/fish", ".config/autostart",
+	".config/systemd", ".config/environment.d", ".local/share/dbus-1", ".claude.json"}
+
+// startsCodeLater says what p is when a write there would run code later
+// outside the session's boundary, as written and as its links lead, or "":
+// git's config and hooks, Claude Code's project configuration (.claude,
+// .mcp.json) at any depth (nested skills load when the model works there),
+// and the shell's and the desktop's start-up files.
+func startsCodeLater(p, home string) string {
+	for _, candidate := range []string{p, resolveLinks(p)} {
+		parts := strings.Split(candidate, "/")
+		for i, part := range parts {
+			switch {
+			case part == ".claude":
+				return "Claude Code's configuration (" + strings.Join(parts[:i+1], "/") + ")"
+			case part == ".mcp.json" && i == len(parts)-1:
+				return "a list of MCP servers Claude Code starts"
+			case part == ".git" && i+1 < len(parts) && (parts[i+1] == "config" || parts[i+1] == "config.worktree" || parts[i+1] == "hooks" || parts[i+1] == "commondir"):
+				return "git's " + parts[i+1] + " (" + strings.Join(parts[:i+2], "/") + ")"
+			}
+		}
+		if home == "" {
+			continue
+		}
+		for _, rc := range rcFiles {
+			if f := path.Join(home, rc); candidate == f || strings.HasPrefix(candidate, f+"/") {
+				return "a start-up file (" + f + ")"
+			}
+		}
+	}
+	return ""
 }
 
 // opaque are the trees whose paths name another file for each process that
@@ -99,7 +169,23 @@ func (g *Guard) protects(p string) string {
 // down was quadratic in the path's length: a Read of a file_path of
 // 40,000 missing components, 80 KB that the model can write, held the
 // daemon's CPU for 5 s.) p is clean (normalizePath).
+//
+// A link whose target does not exist (yet) is followed too: a Write
+// through it makes the target.
 func resolveLinks(p string) string {
+	for hops := 0; hops < 40; hops++ {
+		next, ok := resolveOnce(p)
+		if !ok {
+			return next
+		}
+		p = next
+	}
+	return p
+}
+
+// resolveOnce resolves what exists of p, then follows the dangling link
+// after it, if there is one (ok).
+func resolveOnce(p string) (string, bool) {
 	// The ends of p's ancestors, shortest first, then p's own.
 	var ends []int
 	for i := 1; i < len(p); i++ {
@@ -115,14 +201,29 @@ func resolveLinks(p string) string {
 		_, err := filepath.EvalSymlinks(p[:ends[i]])
 		return err != nil
 	})
-	if n == 0 {
-		return p
+	real, rest := "/", p
+	if n > 0 {
+		var err error
+		if real, err = filepath.EvalSymlinks(p[:ends[n-1]]); err != nil {
+			return p, false // changed since
+		}
+		rest = p[min(ends[n-1]+1, len(p)):]
 	}
-	real, err := filepath.EvalSymlinks(p[:ends[n-1]])
+	if !path.IsAbs(p) {
+		return p, false
+	}
+	first, after, _ := strings.Cut(strings.TrimPrefix(rest, "/"), "/")
+	if first == "" {
+		return path.Join(real, rest), false
+	}
+	target, err := os.Readlink(path.Join(real, first))
 	if err != nil {
-		return p // changed since
+		return path.Join(real, rest), false // not a link: nothing after it exists
 	}
-	return path.Join(real, p[min(ends[n-1]+1, len(p)):])
+	if !path.IsAbs(target) {
+		target = path.Join(real, target)
+	}
+	return path.Join(target, after), true
 }
 
 // command says why a Bash command is one a session must not run, or "".
@@ -252,12 +353,23 @@ type GuardPaths struct {
 	ClaudeDir string    // Claude Code's configuration (~/.claude, CLAUDE_CONFIG_DIR)
 	Project   string    // the session's project: its .claude settings
 	Extra     []string  // the session's policy file, what toolgate run gives claude
+	// Writable, when set, are the only trees a write tool may write in
+	// (the session's Bash boundary's): a file tool runs in claude, outside
+	// that boundary, and the guard holds it to the same allow-list.
+	Writable []string
 }
 
 // NewGuard is the guard of a session with these paths, and of Claude
 // Code's managed settings (/etc/claude-code).
 func NewGuard(gp GuardPaths) *Guard {
 	g := &Guard{Sockets: gp.Gate.RuntimeDir}
+	for _, w := range gp.Writable {
+		w = path.Clean(w)
+		g.Writable = append(g.Writable, w)
+		if real := resolveLinks(w); real != w {
+			g.Writable = append(g.Writable, real)
+		}
+	}
 	add := func(p string) {
 		if p == "" {
 			return

@@ -205,16 +205,98 @@ func TestGuardResolvesLinksAsBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"", "d", "d/e/f", "d/e/f/x/y", "toe", "toe/f/x", "d/up", "d/up/x/y", "dangling", "dangling/x",
-		"loop1", "loop1/x", "self/self/d/up/z", "d/file", "d/file/x", "d/e/abs/x", "nothing/at/all", strings.Repeat("self/", 300) + "d/x"} {
+	for _, p := range []string{"", "d", "d/e/f", "d/e/f/x/y", "toe", "toe/f/x", "d/up", "d/up/x/y",
+		"loop1", "loop1/x", "self/self/d/up/z", "d/file", "d/file/x", "d/e/abs/x", "nothing/at/all"} {
 		abs := path.Clean(root + "/" + p)
 		if got, want := resolveLinks(abs), resolveLinksOneByOne(abs); got != want {
 			t.Errorf("resolveLinks(%s) = %s, want %s", abs, got, want)
 		}
 	}
+	// A dangling link is followed (a Write through it makes its target),
+	// and a chain of links too long to resolve ends where it leads.
+	for p, want := range map[string]string{"dangling": "missing", "dangling/x": "missing/x", strings.Repeat("self/", 300) + "d/x": "d/x"} {
+		if got := resolveLinks(path.Join(root, p)); got != path.Join(root, want) {
+			t.Errorf("resolveLinks(%.80s) = %s, want %s", p, got, path.Join(root, want))
+		}
+	}
 	for _, p := range []string{"/", ".", "..", "../..", "a", "a/b", rel, rel + "/toe/f/x", "../" + rel} {
 		if got, want := resolveLinks(p), resolveLinksOneByOne(p); got != want {
 			t.Errorf("resolveLinks(%s) = %s, want %s", p, got, want)
+		}
+	}
+}
+
+// Claude Code's file tools run outside the Bash boundary: the guard keeps
+// their writes off what starts code later, at any depth and through links,
+// and lets them read it.
+func TestGuardKeepsWritesOffWhatStartsCodeLater(t *testing.T) {
+	root := t.TempDir()
+	project, home := root+"/project", root+"/home"
+	for _, d := range []string{project + "/.git/hooks", project + "/sub", home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(home, project+"/d"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(project+"/.git/config", project+"/cfg"); err != nil {
+		t.Fatal(err)
+	}
+	g := NewGuard(GuardPaths{Project: project})
+	for _, tt := range []struct {
+		tool, path string
+		denied     bool
+	}{
+		{"Write", ".git/config", true},
+		{"Edit", ".git/hooks/pre-commit", true},
+		{"Edit", "cfg", true},
+		{"Write", "sub/.claude/skills/x/SKILL.md", true},
+		{"Write", "sub/.mcp.json", true},
+		{"Write", "d/.bashrc", true},
+		{"Write", home + "/.profile", true},
+		{"Write", "d/.claude.json", true},
+		{"Write", "d/.config/systemd/user/x.service", true},
+		{"Read", ".git/config", false},
+		{"Read", "d/.bashrc", false},
+		{"Write", "main.go", false},
+		{"Write", ".github/workflows/ci.yml", false},
+		{"Write", "docs/.mcp.json.md", false},
+	} {
+		input, _ := json.Marshal(map[string]string{"file_path": tt.path})
+		_, why, denied := g.check(Call{Tool: tt.tool, Input: input, Cwd: project, Project: project, Home: home})
+		if denied != tt.denied {
+			t.Errorf("%s %s: denied %v (%s), want %v", tt.tool, tt.path, denied, why, tt.denied)
+		}
+	}
+}
+
+// With the session's writable trees given, a write tool writes only in
+// them, as written and through links: what its Bash commands may.
+func TestGuardHoldsWriteToolsToTheWritableTrees(t *testing.T) {
+	root := t.TempDir()
+	project, home, tmp := root+"/project", root+"/home", root+"/tmp"
+	for _, d := range []string{project, home, tmp} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.Symlink(home, project+"/d")
+	g := NewGuard(GuardPaths{Project: project, Writable: []string{project, tmp}})
+	for _, tt := range []struct {
+		tool, path string
+		denied     bool
+	}{
+		{"Write", "main.go", false},
+		{"Write", tmp + "/scratch", false},
+		{"Edit", home + "/.gitconfig", true},
+		{"Write", home + "/.local/bin/git", true},
+		{"Write", "d/.ssh/config", true},
+		{"Write", "/etc/passwd", true},
+		{"Read", home + "/.gitconfig", false},
+	} {
+		input, _ := json.Marshal(map[string]string{"file_path": tt.path})
+		_, why, denied := g.check(Call{Tool: tt.tool, Input: input, Cwd: project, Project: project, Home: home})
+		if denied != tt.denied {
+			t.Errorf("%s %s: denied %v (%s), want %v", tt.tool, tt.path, denied, why, tt.denied)
 		}
 	}
 }

@@ -50,7 +50,7 @@ func (op equalOp) match(v gjson.Result, ev *evalCtx) bool {
 			if !ok {
 				continue
 			}
-			if s == v.Str || op.pathKey && ev.normalizeRule(s) == ev.normalize(v.Str) {
+			if s == v.Str && !op.pathKey || op.pathKey && ev.pathHolds(v.Str, func(p string) bool { return ev.normalizeRule(s) == p }) {
 				return true
 			}
 		}
@@ -106,22 +106,33 @@ func jsonEqual(a, b any) bool {
 	}
 }
 
-// prefixOp matches a string that starts with the prefix.
-type prefixOp string
-
-func (op prefixOp) match(v gjson.Result, _ *evalCtx) bool {
-	return v.Type == gjson.String && strings.HasPrefix(v.Str, string(op))
+// prefixOp matches a string that starts with the prefix. On a path, a
+// deny or an ask also matches the path its links lead to.
+type prefixOp struct {
+	prefix  string
+	pathKey bool
 }
 
-// patternOp matches a string that the anchored RE2 expression matches whole.
-type patternOp struct{ re *regexp.Regexp }
+func (op prefixOp) match(v gjson.Result, ev *evalCtx) bool {
+	return v.Type == gjson.String && (strings.HasPrefix(v.Str, op.prefix) ||
+		op.pathKey && !ev.allowing && strings.HasPrefix(ev.resolved(v.Str), op.prefix))
+}
 
-func (op patternOp) match(v gjson.Result, _ *evalCtx) bool {
-	return v.Type == gjson.String && op.re.MatchString(v.Str)
+// patternOp matches a string that the anchored RE2 expression matches
+// whole. On a path, a deny or an ask also matches the path its links lead
+// to.
+type patternOp struct {
+	re      *regexp.Regexp
+	pathKey bool
+}
+
+func (op patternOp) match(v gjson.Result, ev *evalCtx) bool {
+	return v.Type == gjson.String && (op.re.MatchString(v.Str) ||
+		op.pathKey && !ev.allowing && op.re.MatchString(ev.resolved(v.Str)))
 }
 
 // pathUnderOp matches a path that, normalized, is the directory or lies
-// under it. The comparison is lexical: symbolic links are not resolved.
+// under it, as written and as its links lead (ev.pathHolds).
 type pathUnderOp struct {
 	dir string // as written
 	rel string // the cleaned directory when it is relative to the working directory and stays inside it
@@ -140,7 +151,11 @@ func (op pathUnderOp) match(v gjson.Result, ev *evalCtx) bool {
 	if v.Type != gjson.String || v.Str == "" {
 		return false
 	}
-	p := ev.normalize(v.Str)
+	return ev.pathHolds(v.Str, func(p string) bool { return op.under(p, ev) })
+}
+
+// under reports whether the normalized path p is under the directory.
+func (op pathUnderOp) under(p string, ev *evalCtx) bool {
 	if project := cmp.Or(ev.call.Project, ev.call.Cwd); op.rel != "" && project != "" {
 		// The common case, a directory of the project: compare in place.
 		cwd := path.Clean(project)

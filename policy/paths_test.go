@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/toolgate/toolgate/api"
@@ -149,6 +151,52 @@ func TestArgumentUnderAllow(t *testing.T) {
 	} {
 		if got := p.Decide(call("Bash", jsonString(command))).Effect == api.EffectAllow; got != allow {
 			t.Errorf("%q: allowed = %v, want %v", command, got, allow)
+		}
+	}
+}
+
+// A path rule decides on the path as written and as its links lead: an
+// allow holds only where both are inside what it covers (a link in the
+// project to $HOME does not make proj/d/.bashrc a project file), a deny or
+// an ask where either is.
+func TestPathRulesFollowLinks(t *testing.T) {
+	root := t.TempDir()
+	project, home := root+"/project", root+"/home"
+	for _, d := range []string{project + "/secrets", home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{project + "/d": home, project + "/innocent": project + "/secrets/key", project + "/src": project + "/secrets"} {
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := mustParse(t, `{"version":1,"default":"ask","rules":[
+		{"id":"deny-secrets","effect":"deny","tool":"Read","input":{"file_path":{"path_under":"secrets"}},"reason_code":"secret_file"},
+		{"id":"deny-key","effect":"deny","tool":"Read","input":{"file_path":{"pattern":".*/key"}},"reason_code":"secret_file"},
+		{"id":"allow-project","effect":"allow","tool":"Write","input":{"file_path":{"path_under":"."}}},
+		{"id":"allow-notes","effect":"allow","tool":"Write","input":{"file_path":{"const":"d/notes.txt"}}},
+		{"id":"allow-read","effect":"allow","tool":"Read"}]}`)
+	tests := []struct {
+		tool, path string
+		effect     api.Effect
+		rule       string
+	}{
+		{"Write", "main.go", api.EffectAllow, "allow-project"},
+		{"Write", "d/.bashrc", api.EffectAsk, ""},
+		{"Write", project + "/d/.bashrc", api.EffectAsk, ""},
+		{"Write", "d/notes.txt", api.EffectAsk, ""},
+		{"Read", "innocent", api.EffectDeny, "deny-secrets"},
+		{"Read", "src/other", api.EffectDeny, "deny-secrets"},
+		{"Read", "README.md", api.EffectAllow, "allow-read"},
+	}
+	for _, tt := range tests {
+		input, _ := json.Marshal(map[string]string{"file_path": tt.path})
+		c := Call{Tool: tt.tool, Input: input, Cwd: project, Project: project, Home: home}
+		d := p.Decide(c)
+		if d.Effect != tt.effect || d.RuleID != tt.rule {
+			t.Errorf("%s %s: %s by %q, want %s by %q", tt.tool, tt.path, d.Effect, d.RuleID, tt.effect, tt.rule)
 		}
 	}
 }

@@ -57,7 +57,12 @@ type evalCtx struct {
 	input   string // call.Input as a string, for gjson
 	scripts map[string]*script
 	paths   map[string]string // normalized paths
+	real    map[string]string // normalized paths with their links resolved
 	values  []keyValue        // input values looked up so far
+	// allowing says the rule being matched allows: its path conditions
+	// must hold for the path as written and for the path its links lead
+	// to. Any other rule's hold for either.
+	allowing bool
 }
 
 type keyValue struct {
@@ -102,7 +107,40 @@ func (ev *evalCtx) normalize(p string) string {
 	return n
 }
 
+// resolved is p normalized, with its links resolved as far as they exist.
+func (ev *evalCtx) resolved(p string) string {
+	n := ev.normalize(p)
+	if r, ok := ev.real[n]; ok {
+		return r
+	}
+	if ev.real == nil {
+		ev.real = map[string]string{}
+	}
+	r := n
+	if strings.HasPrefix(n, "/") {
+		r = resolveLinks(n)
+	}
+	ev.real[n] = r
+	return r
+}
+
+// pathHolds applies test to path p as written and as its links lead: for
+// an allow, both must hold (a link in the project to $HOME must not make
+// proj/d/x a project file); for a deny or an ask, either.
+func (ev *evalCtx) pathHolds(p string, test func(normalized string) bool) bool {
+	lexical := test(ev.normalize(p))
+	real := ev.resolved(p)
+	if real == ev.normalize(p) {
+		return lexical
+	}
+	if ev.allowing {
+		return lexical && test(real)
+	}
+	return lexical || test(real)
+}
+
 func (r *rule) match(ev *evalCtx, explain bool) (bool, string) {
+	ev.allowing = r.effect == api.EffectAllow
 	var notes []string
 	for _, c := range r.conds {
 		v := ev.get(c.key)
@@ -216,7 +254,7 @@ func compileCondition(key string, d ConditionDoc, effect api.Effect) (*condition
 		desc = append(desc, describeEnum(d.Enum))
 	}
 	if d.Prefix != nil {
-		c.ops = append(c.ops, prefixOp(*d.Prefix))
+		c.ops = append(c.ops, prefixOp{*d.Prefix, c.pathKey})
 		desc = append(desc, fmt.Sprintf("prefix %q", *d.Prefix))
 	}
 	if d.Pattern != nil {
@@ -224,7 +262,7 @@ func compileCondition(key string, d ConditionDoc, effect api.Effect) (*condition
 		if err != nil {
 			return nil, fmt.Errorf("pattern does not compile (RE2 syntax): %v", err)
 		}
-		c.ops = append(c.ops, patternOp{re})
+		c.ops = append(c.ops, patternOp{re, c.pathKey})
 		desc = append(desc, fmt.Sprintf("pattern %q", *d.Pattern))
 	}
 	if d.PathUnder != nil {
