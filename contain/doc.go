@@ -1,21 +1,26 @@
 // Package contain is the boundary between the gate and what the model runs.
 // Everything the model runs executes as the user, so without one it could
 // signal the daemon, toolgate run or an approver, stand in for the gate,
-// or write the gate's own files. Two boundaries exist on Linux, and this
-// package says which this machine offers:
+// write the gate's own files, or leave code that runs later outside any
+// gate (git hooks, shell rc files, MCP servers). toolgate run gives a
+// session three layers, and this package says which this machine offers:
 //
-//   - Landlock (toolgate run, the default where the kernel has ABI 6):
-//     claude starts inside a domain that scopes signals and abstract Unix
-//     sockets and carries no_new_privs. It holds for claude's whole process
-//     tree, detached or not, and costs nothing measurable.
-//   - Claude Code's own sandbox for the Bash tool (bubblewrap, socat): a
-//     PID namespace, no AF_UNIX sockets, writes only under the project (and
-//     never to the paths toolgate denies), network through a proxy. It
-//     covers only Bash, and changes what commands may do, so toolgate run
-//     adds it only when asked (--containment strict); toolgate install
-//     writes it for interactive sessions, which Landlock cannot reach.
+//   - A Landlock domain for claude and all it starts (toolgate-hook
+//     contain): signals and abstract Unix sockets scoped to the session,
+//     no_new_privs. It holds for claude's whole process tree.
+//   - A user and mount namespace for claude and all it starts
+//     (toolgate-bash --enter): in the project, .git pinned in place, git's
+//     config and hooks, .claude and .mcp.json read-only.
+//   - The Bash boundary around every command (toolgate-bash as Claude
+//     Code's shell): writes only in the Boundary's trees (Landlock), no
+//     Unix socket and no io_uring (seccomp), no capability; with NoNetwork
+//     no socket at all. Its description travels in TOOLGATE_BOUNDARY, and
+//     Probe tries it once before a session claims it.
 //
-// Claude Code with a sandbox block but without bubblewrap or socat runs
-// every command unsandboxed after a warning: SandboxMissing is checked
-// before the block is ever written.
+// Installed sessions, which the user starts, get the Bash boundary per
+// command through their settings file's env block (InstalledBoundary), or
+// else Claude Code's own Bash sandbox (bubblewrap, socat). Claude Code
+// with a sandbox block but without bubblewrap or socat runs every command
+// unsandboxed after a warning: SandboxMissing is checked before the block
+// is ever written.
 package contain

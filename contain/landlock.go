@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -17,9 +19,9 @@ import (
 
 // Modes of toolgate run --containment.
 const (
-	Auto     = "auto"     // Landlock where the kernel has it, else none, said loudly
-	Landlock = "landlock" // Landlock, or refuse to start claude
-	Strict   = "strict"   // Landlock and Claude Code's Bash sandbox, or refuse to start claude
+	Auto     = "auto"     // the boundary where the kernel allows it, else what it allows, said loudly
+	Strict   = "strict"   // the boundary with no network for Bash, or refuse to start claude
+	Landlock = "landlock" // the Landlock domain alone, Bash commands unbounded: what auto gives without user namespaces
 	Off      = "off"      // none, on purpose
 )
 
@@ -39,56 +41,87 @@ func LandlockABI() int {
 
 // Level is the containment a session gets, and why.
 type Level struct {
-	Name   string `json:"level"`            // LevelNone, LevelLandlock, LevelStrict or LevelSandbox
+	Name   string `json:"level"`            // LevelNone, LevelLandlock, LevelBoundary, LevelStrict or LevelSandbox
 	Detail string `json:"detail,omitempty"` // what it gives, or why there is none
+	// Boundary is what each Bash command runs in (LevelBoundary and
+	// LevelStrict).
+	Boundary *Boundary `json:"-"`
 }
 
 // Levels of containment.
 const (
 	LevelNone     = "none"
-	LevelLandlock = "landlock"         // toolgate run: a Landlock domain
-	LevelStrict   = "landlock+sandbox" // toolgate run: the domain and Claude Code's Bash sandbox
-	LevelSandbox  = "sandbox"          // installed sessions: Claude Code's Bash sandbox
+	LevelLandlock = "landlock" // toolgate run: claude in a Landlock domain, Bash commands unbounded
+	LevelBoundary = "boundary" // toolgate run: the domain, and every Bash command in the boundary
+	LevelStrict   = "strict"   // LevelBoundary with no network for Bash
+	LevelSandbox  = "sandbox"  // installed sessions: Claude Code's Bash sandbox
 )
 
 // Contained reports whether the session's claude runs in a Landlock
 // domain (and its processes with no_new_privs).
-func (l Level) Contained() bool { return l.Name == LevelLandlock || l.Name == LevelStrict }
+func (l Level) Contained() bool {
+	return l.Name == LevelLandlock || l.Name == LevelBoundary || l.Name == LevelStrict
+}
+
+// Bounded reports whether every Bash command runs in the boundary.
+func (l Level) Bounded() bool { return l.Boundary != nil }
 
 // Sandboxed reports whether Claude Code runs the session's Bash commands
 // in its sandbox.
-func (l Level) Sandboxed() bool { return l.Name == LevelStrict || l.Name == LevelSandbox }
+func (l Level) Sandboxed() bool { return l.Name == LevelSandbox }
+
+// Unprotected is what a session without the boundary leaves open, for the
+// warning run prints.
+const Unprotected = "the model's commands can write every file you can (shell rc files, git config and hooks, Claude Code's settings and MCP servers), " +
+	"reach toolgate's sockets, the desktop bus and tmux"
 
 // ForRun decides the containment of a toolgate run session from the asked
-// mode and what this machine offers; an error means the mode asks for what
-// this machine cannot give.
-func ForRun(mode string) (Level, error) {
+// mode and what this machine offers: shell is toolgate-bash, b the boundary
+// the session's commands would run in, which is tried once here. An error
+// means the mode asks for what this machine cannot give.
+func ForRun(mode, shell string, b Boundary) (Level, error) {
 	abi := LandlockABI()
-	landlockOK := abi >= landlockScopedABI
 	noLandlock := fmt.Sprintf("this kernel offers Landlock ABI %d; scoping signals needs ABI %d (Linux 6.12)", abi, landlockScopedABI)
-	landlockDetail := fmt.Sprintf("Landlock ABI %d: signals and abstract sockets scoped to the session, no_new_privs", abi)
+	domain := fmt.Sprintf("Landlock ABI %d: signals and abstract sockets scoped to the session, no_new_privs", abi)
 	switch mode {
 	case Off:
-		return Level{LevelNone, "switched off (--containment off): the model's processes can signal and replace the gate"}, nil
-	case Auto, "":
-		if !landlockOK {
-			return Level{LevelNone, noLandlock + ": the model's processes can signal and replace the gate"}, nil
-		}
-		return Level{LevelLandlock, landlockDetail}, nil
-	case Landlock, Strict:
-		if !landlockOK {
+		return Level{LevelNone, "switched off (--containment off): " + Unprotected + ", and signal the gate", nil}, nil
+	case Auto, "", Strict, Landlock:
+	default:
+		return Level{}, fmt.Errorf("--containment must be auto, strict, landlock or off, not %q", mode)
+	}
+	if abi < landlockScopedABI {
+		if mode == Strict || mode == Landlock {
 			return Level{}, fmt.Errorf("--containment %s: %s", mode, noLandlock)
 		}
-		if mode == Landlock {
-			return Level{LevelLandlock, landlockDetail}, nil
-		}
-		if missing := SandboxMissing(); len(missing) > 0 {
-			return Level{}, fmt.Errorf("--containment strict: Claude Code's sandbox needs %s: apt-get install %s",
-				strings.Join(missing, " and "), strings.Join(missing, " "))
-		}
-		return Level{LevelStrict, landlockDetail + "; Bash runs in Claude Code's sandbox: " + sandboxDetail}, nil
+		return Level{LevelNone, noLandlock + ": " + Unprotected + ", and signal the gate", nil}, nil
 	}
-	return Level{}, fmt.Errorf("--containment must be auto, landlock, strict or off, not %q", mode)
+	if mode == Landlock {
+		return Level{LevelLandlock, domain + "; no Bash boundary (--containment landlock): " + Unprotected, nil}, nil
+	}
+	b.NoNetwork = b.NoNetwork || mode == Strict
+	if err := Probe(shell, b); err != nil {
+		if mode == Strict {
+			return Level{}, fmt.Errorf("--containment strict: the Bash boundary cannot be applied here: %w", err)
+		}
+		return Level{LevelLandlock, domain + "; no Bash boundary (" + err.Error() + "): " + Unprotected, nil}, nil
+	}
+	name, network := LevelBoundary, "network on"
+	if b.NoNetwork {
+		network = "no network"
+	}
+	if mode == Strict {
+		name = LevelStrict
+	}
+	var trees []string
+	for _, w := range b.Writable {
+		if !slices.Contains(Devices, w) {
+			trees = append(trees, w)
+		}
+	}
+	detail := fmt.Sprintf("%s; each Bash command writes only in %s (and the usual devices), cannot change git's config and hooks, .claude or .mcp.json, has no Unix sockets, %s",
+		domain, strings.Join(trees, ", "), network)
+	return Level{name, detail, &b}, nil
 }
 
 // Command is the toolgate-hook mode that toolgate run starts claude through
@@ -135,7 +168,11 @@ func Contain(argv, env []string, parent int, ready *os.File) error {
 		return errors.New("contain: toolgate run is gone")
 	}
 	if ready != nil {
-		syscall.CloseOnExec(int(ready.Fd()))
+		// toolgate-bash --enter, on the way to claude, closes it at its
+		// own exec of claude, or says why it could not.
+		if !(filepath.Base(argv[0]) == ShellName && len(argv) > 1 && argv[1] == EnterFlag) {
+			syscall.CloseOnExec(int(ready.Fd()))
+		}
 		if _, err := ready.WriteString(Ready); err != nil {
 			return fmt.Errorf("contain: tell toolgate run: %w", err)
 		}

@@ -55,6 +55,7 @@ type Config struct {
 	UserSettings string // Claude Code's user settings file
 	DBusAddress  string // DBUS_SESSION_BUS_ADDRESS
 	ApprovalWait time.Duration
+	Shell        string // toolgate-bash, the boundary of each Bash command
 }
 
 // Run runs every check.
@@ -66,7 +67,7 @@ func Run(ctx context.Context, cfg Config) []Check {
 		checkLedger(cfg),
 		checkPolicy(cfg),
 		checkTimeouts(cfg),
-		checkContainment(),
+		checkContainment(cfg.Shell),
 		checkSettings(cfg, "user", cfg.UserSettings),
 		checkSettings(cfg, "project", install.ProjectSettings(cfg.Cwd)),
 		checkSettings(cfg, "local", install.LocalSettings(cfg.Cwd)),
@@ -212,21 +213,31 @@ func allocated(info fs.FileInfo) int64 {
 }
 
 // checkContainment says what boundary sessions get on this machine:
-// toolgate run's Landlock domain, and the Bash sandbox of Claude Code that
-// toolgate install (and run --containment strict) configures.
-func checkContainment() Check {
+// toolgate run's Landlock domain and the Bash boundary (tried once in a
+// throwaway project, with the toolgate-bash sessions would use), and the
+// Bash sandbox of Claude Code that toolgate install configures.
+func checkContainment(shell string) Check {
 	c := Check{Name: "containment", Status: OK}
-	run, _ := contain.ForRun(contain.Auto)
-	installed, _ := contain.ForInstall(contain.InstallAuto)
+	var run contain.Level
+	if dir, err := os.MkdirTemp("", "toolgate-doctor-"); err == nil {
+		run, _ = contain.ForRun(contain.Auto, shell, contain.Boundary{Writable: append([]string{dir}, contain.Devices...), Projects: []string{dir}})
+		os.RemoveAll(dir)
+	}
+	installed, _ := contain.ForInstall(contain.InstallAuto, shell)
 	c.Detail = fmt.Sprintf("toolgate run: %s (%s); installed sessions: %s (%s)", run.Name, run.Detail, installed.Name, installed.Detail)
 	var fixes []string
-	if !run.Contained() {
+	switch {
+	case !run.Contained():
 		c.Status = Warn
 		fixes = append(fixes, "toolgate run needs Linux 6.12 or later with Landlock enabled (lsm=landlock) to contain claude")
+	case !run.Bounded():
+		c.Status = Warn
+		fixes = append(fixes, "the Bash boundary needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0) and "+
+			contain.ShellName+" beside toolgate-hook")
 	}
 	if missing := contain.SandboxMissing(); len(missing) > 0 {
 		c.Status = Warn
-		fixes = append(fixes, "apt-get install "+strings.Join(missing, " ")+", then toolgate install again, for installed sessions and run --containment strict")
+		fixes = append(fixes, "apt-get install "+strings.Join(missing, " ")+", then toolgate install again, for installed sessions where the Bash boundary cannot run")
 	}
 	c.Fix = strings.Join(fixes, "; ")
 	return c

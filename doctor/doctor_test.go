@@ -92,9 +92,12 @@ func TestDoctorAsksTheBus(t *testing.T) {
 // install when Claude Code's sandbox cannot run.
 func TestContainmentCheck(t *testing.T) {
 	t.Setenv("PATH", t.TempDir()) // neither bwrap nor socat
-	c := checkContainment()
+	c := checkContainment(filepath.Join(t.TempDir(), "no-toolgate-bash"))
 	if c.Status != Warn || !strings.Contains(c.Fix, "apt-get install bubblewrap socat") || !strings.Contains(c.Detail, "installed sessions: none") {
 		t.Errorf("%+v", c)
+	}
+	if !strings.Contains(c.Detail, "toolgate run: landlock") || !strings.Contains(c.Detail, "no Bash boundary") || !strings.Contains(c.Fix, "toolgate-bash beside toolgate-hook") {
+		t.Errorf("without toolgate-bash, run has no Bash boundary and doctor says so: %+v", c)
 	}
 }
 

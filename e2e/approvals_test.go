@@ -232,7 +232,7 @@ func TestDetachedSelfApprovalIsRefused(t *testing.T) {
 		`if [ -n "$id" ]; then toolgate approve "$id"; echo "exit $?"; exit 0; fi; sleep 0.2; done`+"\n", log)
 	policy := `{"version": 1, "default": "allow", "rules": [
 	  {"id": "ask-touch", "effect": "ask", "tool": "Bash", "input": {"command": {"command": [["touch"]]}}, "reason_code": "needs_review"}]}`
-	l, wait := w.runAsync(runArgs{policy: policy, toolgate: []string{"--approval-timeout", "8s"},
+	l, wait := w.runAsync(runArgs{policy: policy, toolgate: append([]string{"--approval-timeout", "8s"}, beneathTheBoundary...),
 		claudeEnv: []string{"PATH=" + filepath.Dir(toolgateBin) + ":" + os.Getenv("PATH")},
 		script:    []modelscript.Step{step(bash("toolu_e2e_detach", detached)), step(bash("toolu_e2e_next", "touch forged.txt"))}})
 	l.approvalID(t)

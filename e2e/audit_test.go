@@ -107,7 +107,7 @@ func TestAuditPrune(t *testing.T) {
 		t.Fatalf("first run: exit %d, head %+v", first.code, first.report.AuditHead)
 	}
 	w.writeFile("prune.sh", "toolgate audit prune --before 1s; echo \"prune: $?\"\n")
-	inside := w.run(runArgs{policy: `{"version": 1, "default": "allow", "rules": []}`, claudeEnv: attackEnv(), script: []modelscript.Step{
+	inside := w.run(runArgs{policy: `{"version": 1, "default": "allow", "rules": []}`, claudeEnv: attackEnv(), toolgate: beneathTheBoundary, script: []modelscript.Step{
 		step(bash("toolu_prune_cmd", "toolgate audit prune --before 1s")), step(bash("toolu_prune_script", "sh prune.sh"))}})
 	if c := inside.call(t, "toolu_prune_cmd"); c.ReasonCode != api.ReasonToolgateGuard || c.Executed {
 		t.Errorf("the session's own prune command: %+v", c)
@@ -214,7 +214,7 @@ func TestAttackPruneTheAuditFromInside(t *testing.T) {
 	log := filepath.Join(w.root, "attack.log")
 	script := `env -u CLAUDECODE -u TOOLGATE_SESSION -u TOOLGATE_SOCKET -u TOOLGATE_SPOOL toolgate audit prune --before 2099-01-01; echo "prune: $?"
 `
-	r := w.run(runArgs{policy: attackPolicy, claudeEnv: attackEnv(), script: []modelscript.Step{
+	r := w.run(runArgs{policy: attackPolicy, claudeEnv: attackEnv(), toolgate: beneathTheBoundary, script: []modelscript.Step{
 		step(bash("toolu_rv16_prune", w.detached(script, log))),
 		step(bash("toolu_rv16_wait", waitFor(log, "prune: "))),
 	}})

@@ -37,7 +37,9 @@ import (
 // a hook that makes 1 KB durable (a write and an fdatasync, as the
 // ledger's journal does) before it answers: what any gate that registers
 // the server and records each call before the call runs pays at least;
-// and
+// bare claude -p in toolgate's boundary (bare_boundary) and in Claude
+// Code's sandbox (bare_sandbox), whose turns against bare's are what one
+// Bash command pays in each; and
 // claude under toolgate run with an allow-all policy, where every call is
 // hooked, recorded durably and decided: by default (http hooks, Landlock),
 // with the command hook, uncontained, and strict. With
@@ -90,6 +92,7 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 	}
 	variants := []variant{
 		{name: "bare", every: 1}, {name: "floor", every: 1}, {name: "floor_mcp", every: 1}, {name: "floor_durable", every: 1},
+		{name: "bare_boundary", every: 1}, {name: "bare_sandbox", every: 3},
 		{name: "toolgate", bin: toolgateBin, every: 1},
 		{name: "command", bin: toolgateBin, args: []string{"--hook-transport", supervisor.HookCommand}, every: 3},
 		{name: "uncontained", bin: toolgateBin, args: []string{"--containment", contain.Off}, every: 3},
@@ -126,6 +129,11 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 				cmd = exec.Command(claudeBin, "-p", "--output-format", "json", "--allowedTools", "Bash", "--", "go")
 			case "floor":
 				cmd = exec.Command(claudeBin, "-p", "--output-format", "json", "--allowedTools", "Bash", "--settings", noop, "--", "go")
+			case "bare_boundary":
+				cmd = bareInBoundary(b, w)
+			case "bare_sandbox":
+				cmd = exec.Command(claudeBin, "-p", "--output-format", "json", "--allowedTools", "Bash", "--settings",
+					`{"sandbox": {"enabled": true, "autoAllowBashIfSandboxed": false, "allowUnsandboxedCommands": false}}`, "--", "go")
 			case "floor_mcp", "floor_durable":
 				hook := noop
 				if v.name == "floor_durable" {
@@ -137,7 +145,7 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 				args := append(append([]string{"run", "--policy", policy}, v.args...), "--", claudeBin, "-p", "--output-format", "json", "--", "go")
 				cmd = exec.Command(v.bin, args...)
 			}
-			cmd.Dir, cmd.Env = w.project, w.env(model)
+			cmd.Dir, cmd.Env = w.project, append(w.env(model), cmd.Env...)
 			if v.bin != "" {
 				cmd.Env = append(cmd.Env, "TOOLGATE_HOOK="+filepath.Join(filepath.Dir(v.bin), "toolgate-hook"))
 				if v.name != "cold" {
@@ -231,7 +239,32 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 		added(name, "floor_mcp", name+"_last_ms", func(p phase) time.Duration { return p.last })
 	}
 	added("floor_mcp", "floor", "floor_mcp_first_ms", func(p phase) time.Duration { return p.first })
+	added("bare_boundary", "bare", "bare_boundary_turn_ms", func(p phase) time.Duration { return p.turn })
+	added("bare_sandbox", "bare", "bare_sandbox_turn_ms", func(p phase) time.Duration { return p.turn })
 	added("floor_durable", "floor_mcp", "floor_durable_turn_ms", func(p phase) time.Duration { return p.turn })
+}
+
+// bareInBoundary is bare claude -p in toolgate's boundary as toolgate run
+// applies it: claude in the session's namespace (toolgate-bash --enter),
+// each Bash command through toolgate-bash, and nothing else of toolgate.
+func bareInBoundary(b *testing.B, w *world) *exec.Cmd {
+	tmp := filepath.Join(w.root, "tmp")
+	os.MkdirAll(filepath.Join(w.project, ".claude"), 0o755)
+	os.MkdirAll(tmp, 0o700)
+	bound := contain.Boundary{Writable: append([]string{w.project, tmp}, contain.Devices...), Projects: []string{w.project}, Snapshots: filepath.Join(w.root, "home", ".claude", "shell-snapshots")}
+	enter, err := bound.Namespaced().Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	each, _ := bound.PerCommand().Encode()
+	claude, err := filepath.Abs(claudeBin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	shell := contain.ShellPath(hookBin)
+	cmd := exec.Command(shell, contain.EnterFlag, enter, claude, "-p", "--output-format", "json", "--allowedTools", "Bash", "--", "go")
+	cmd.Env = []string{"CLAUDE_CODE_SHELL=" + shell, contain.BoundaryEnv + "=" + each, "TMPDIR=" + tmp, "CLAUDE_CODE_TMPDIR=" + tmp}
+	return cmd
 }
 
 // phase is where a session's time went: until claude asked for its first

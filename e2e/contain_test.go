@@ -146,7 +146,7 @@ func TestRunWithAClaudeThatCannotBeExecuted(t *testing.T) {
 	if err := os.WriteFile(policyFile, []byte(attackPolicy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(toolgateBin, "run", "--policy", policyFile, "--report", reportFile, "--containment", "landlock", "--", broken, "-p", "do the task")
+	cmd := exec.Command(toolgateBin, "run", "--policy", policyFile, "--report", reportFile, "--", broken, "-p", "do the task")
 	cmd.Dir, cmd.Env = w.project, w.env(nil)
 	out, err := cmd.CombinedOutput()
 	if code := exitCode(err); code != 69 || !strings.Contains(string(out), "claude did not start") || !strings.Contains(string(out), "could not execute claude") {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/contain"
 	"github.com/toolgate/toolgate/modelscript"
 )
 
@@ -306,10 +307,10 @@ func TestInstalledDetachedSelfApprovalIsRefused(t *testing.T) {
 	}
 }
 
-// toolgate install puts Claude Code's sandbox around the session's Bash
-// commands: the model's commands reach neither the daemon nor toolgate's
-// files, whatever program runs them. Uninstall gives the file back byte
-// for byte.
+// toolgate install --containment sandbox puts Claude Code's sandbox around
+// the session's Bash commands: the model's commands reach neither the
+// daemon nor toolgate's files, whatever program runs them. Uninstall gives
+// the file back byte for byte.
 func TestInstalledSandboxHoldsTheModel(t *testing.T) {
 	t.Parallel()
 	needTools(t, "bwrap", "socat")
@@ -317,7 +318,7 @@ func TestInstalledSandboxHoldsTheModel(t *testing.T) {
 	os.MkdirAll(filepath.Join(w.project, ".claude"), 0o700)
 	const mine = "{\n  \"model\": \"opus\",\n  \"permissions\": {\"allow\": [\"Bash(ls)\"]}\n}\n"
 	settings := w.writeFile(".claude/settings.json", mine)
-	w.installProject()
+	w.installProject("--containment", "sandbox")
 	doc, _ := os.ReadFile(settings)
 	if sb := gjson.GetBytes(doc, "sandbox"); !sb.Get("enabled").Bool() || !strings.Contains(sb.Raw, w.paths().StateDir) {
 		t.Fatalf("install wrote no sandbox for toolgate's files:\n%s", doc)
@@ -337,6 +338,64 @@ echo '{}' > `+ledger+`/forged && echo wrote || echo "no write"
 	if _, err := os.Stat(filepath.Join(ledger, "forged")); err == nil {
 		t.Error("the model's command wrote into the ledger's directory")
 	}
+	cmd := exec.Command(toolgateBin, "uninstall", "--scope", "project")
+	cmd.Dir, cmd.Env = w.project, w.env(nil)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("uninstall: %v %s", err, out)
+	}
+	if back, _ := os.ReadFile(settings); string(back) != mine {
+		t.Errorf("uninstall did not restore the file:\n%s", back)
+	}
+}
+
+// toolgate install (auto) gives installed sessions toolgate's Bash
+// boundary through the settings file's env block: an interactive or
+// scripted claude the person starts runs every Bash command in it. The
+// model's commands write in the project but not git's config, the
+// shell's rc file or the ledger, and reach no Unix socket; uninstall gives
+// the file back byte for byte.
+func TestInstalledBoundaryHoldsTheModel(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.gitProject(t)
+	os.MkdirAll(filepath.Join(w.project, ".claude"), 0o700)
+	const mine = "{\n  \"model\": \"opus\",\n  \"permissions\": {\"allow\": [\"Bash(ls)\"]}\n}\n"
+	settings := w.writeFile(".claude/settings.json", mine)
+	w.installProject()
+	doc, _ := os.ReadFile(settings)
+	if shell := gjson.GetBytes(doc, "env.CLAUDE_CODE_SHELL").String(); shell != contain.ShellName || gjson.GetBytes(doc, "sandbox").Exists() {
+		t.Fatalf("install wrote no boundary:\n%s", doc)
+	}
+	home := filepath.Join(w.root, "home")
+	bashrc := filepath.Join(home, ".bashrc")
+	os.WriteFile(bashrc, []byte("# the person's\n"), 0o600)
+	gitConfig, _ := os.ReadFile(filepath.Join(w.project, ".git", "config"))
+	ledger := w.paths().LedgerDir()
+	w.writeFile("attack.sh", `toolgate pending; echo "pending: exit $?"
+echo '{}' > `+ledger+`/forged && echo "wrote the ledger"
+git log -1 --format=tformat:pwned --output="$HOME/.bashrc" && echo "wrote the rc file"
+git config core.fsmonitor "echo pwned" && echo "wrote git's config"
+mkdir -p sub && echo work > sub/work.txt && echo "wrote the project"
+`)
+	// The temp dir the commands may write is the session's TMPDIR (/tmp
+	// without one), which would hold this test's HOME and state.
+	tmp := filepath.Join(w.root, "tmp")
+	os.MkdirAll(tmp, 0o700)
+	env := []string{"PATH=" + filepath.Dir(toolgateBin) + ":" + os.Getenv("PATH"), "TMPDIR=" + tmp}
+	res, code, model := w.claudeP([]modelscript.Step{step(bash("toolu_inst_bnd", "sh attack.sh"))}, env)
+	if code != 0 {
+		t.Fatalf("claude -p exited %d: %+v", code, res)
+	}
+	out := model.ToolResults()["toolu_inst_bnd"].Text
+	t.Logf("the model's command:\n%s", out)
+	contains(t, "the model's command", out, "pending: exit 69", "wrote the project")
+	for _, bad := range []string{"wrote the ledger", "wrote the rc file", "wrote git's config"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the boundary let the command through: %s", bad)
+		}
+	}
+	unchanged(t, bashrc, "# the person's\n", "the shell's rc file")
+	unchanged(t, filepath.Join(w.project, ".git", "config"), string(gitConfig), "git's config")
 	cmd := exec.Command(toolgateBin, "uninstall", "--scope", "project")
 	cmd.Dir, cmd.Env = w.project, w.env(nil)
 	if out, err := cmd.CombinedOutput(); err != nil {

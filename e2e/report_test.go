@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/contain"
 	"github.com/toolgate/toolgate/modelscript"
 )
 
@@ -56,7 +57,7 @@ func TestReportEveryField(t *testing.T) {
 	if h := rep.AuditHead; h == nil || h.Seq == 0 || len(h.Hash) != 64 {
 		t.Errorf("audit head: %+v", h)
 	}
-	if rep.Containment.Name != "landlock" && rep.Containment.Name != "none" || rep.Containment.Detail == "" {
+	if rep.Containment.Name != contain.LevelBoundary || rep.Containment.Detail == "" {
 		t.Errorf("containment: %+v", rep.Containment)
 	}
 	n := rep.Counts

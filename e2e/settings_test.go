@@ -110,7 +110,7 @@ echo put back
 `)
 		policy := `{"version": 1, "default": "allow", "rules": [
 		  {"id": "deny-secret", "effect": "deny", "tool": "Read", "input": {"file_path": {"const": "` + secret + `"}}, "reason_code": "secret_file"}]}`
-		r := w.run(runArgs{transport: transport, policy: policy, claudeArgs: []string{"--debug-file", debug}, script: []modelscript.Step{
+		r := w.run(runArgs{transport: transport, policy: policy, toolgate: beneathTheBoundary, claudeArgs: []string{"--debug-file", debug}, script: []modelscript.Step{
 			step(bash("toolu_tidy", "sh tidy.sh")),
 			step(w.readFile("toolu_read", "notes.txt")),
 		}})
@@ -191,7 +191,7 @@ func addAHookMidSession(t *testing.T, variant string) {
 				}
 			}},
 		}
-		r := w.run(runArgs{transport: transport, policy: attackPolicy, script: script, claudeArgs: []string{"--debug-file", debug}})
+		r := w.run(runArgs{transport: transport, policy: attackPolicy, script: script, claudeArgs: []string{"--debug-file", debug}, toolgate: beneathTheBoundary})
 		if res, ok := r.model.ToolResults()["toolu_rv16_addhook"]; (!ok && r.code != 69) || (ok && !strings.Contains(res.Text, "wrote the hook")) {
 			t.Fatalf("the script did not write the hook: the test is too weak")
 		}

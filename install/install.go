@@ -15,6 +15,7 @@ package install
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -50,6 +51,21 @@ type Options struct {
 	// (claudecode.SandboxSettings): the boundary of interactive sessions.
 	// A file that configures the sandbox itself keeps its own.
 	Sandbox []byte
+	// Shell, when set, is toolgate-bash as the env block names it
+	// (CLAUDE_CODE_SHELL), and Boundary what it reads (TOOLGATE_BOUNDARY):
+	// the boundary of every Bash command of the sessions. A file whose env
+	// block names another shell keeps it.
+	Shell, Boundary string
+}
+
+// ShellName is the boundary program's name, by which toolgate's env
+// entries are known.
+const ShellName = "toolgate-bash"
+
+// isToolgateShell reports whether an env block's CLAUDE_CODE_SHELL is
+// toolgate's.
+func isToolgateShell(v gjson.Result) bool {
+	return v.Type == gjson.String && filepath.Base(v.Str) == ShellName
 }
 
 // Events are the hook events toolgate installs: the call before and after
@@ -160,6 +176,11 @@ func Add(doc []byte, o Options) (out []byte, changed bool, err error) {
 		}
 		changed = true
 	}
+	if o.Shell != "" {
+		if out, changed, err = addShell(out, o, changed); err != nil {
+			return nil, false, err
+		}
+	}
 	switch sb := gjson.GetBytes(out, "sandbox"); {
 	case o.Sandbox == nil:
 	case !sb.Exists():
@@ -263,8 +284,51 @@ func Remove(doc []byte) (out []byte, changed bool, err error) {
 		}
 		changed = true
 	}
+	if isToolgateShell(gjson.GetBytes(out, "env.CLAUDE_CODE_SHELL")) {
+		for _, k := range []string{"env.CLAUDE_CODE_SHELL", "env.TOOLGATE_BOUNDARY"} {
+			if out, err = sjson.DeleteBytes(out, k); err != nil {
+				return nil, false, err
+			}
+		}
+		if env := gjson.GetBytes(out, "env"); env.IsObject() && len(env.Map()) == 0 {
+			if out, err = sjson.DeleteBytes(out, "env"); err != nil {
+				return nil, false, err
+			}
+		}
+		changed = true
+	}
 	return out, changed, nil
 }
+
+// addShell sets the env block's CLAUDE_CODE_SHELL and TOOLGATE_BOUNDARY,
+// unless it names a shell of its own (ErrOtherShell).
+func addShell(out []byte, o Options, changed bool) ([]byte, bool, error) {
+	env := gjson.GetBytes(out, "env")
+	if shell := env.Get("CLAUDE_CODE_SHELL"); shell.Exists() && !isToolgateShell(shell) {
+		return nil, false, ErrOtherShell
+	}
+	var err error
+	if !env.Exists() {
+		doc, _ := json.Marshal(map[string]string{"CLAUDE_CODE_SHELL": o.Shell, "TOOLGATE_BOUNDARY": o.Boundary})
+		out, err = addMember(out, "", "env", doc)
+		return out, true, err
+	}
+	for k, v := range map[string]string{"CLAUDE_CODE_SHELL": o.Shell, "TOOLGATE_BOUNDARY": o.Boundary} {
+		if cur := env.Get(k); cur.Type == gjson.String && cur.Str == v {
+			continue
+		}
+		if out, err = sjson.SetBytes(out, "env."+k, v); err != nil {
+			return nil, false, err
+		}
+		changed = true
+	}
+	return out, changed, nil
+}
+
+// ErrOtherShell is a settings file whose env block runs Bash commands
+// with a shell of its own (CLAUDE_CODE_SHELL): install cannot put the
+// boundary there without taking that away.
+var ErrOtherShell = errors.New("its env block sets CLAUDE_CODE_SHELL to a shell of its own, which toolgate's boundary would replace: remove it, or install with --containment sandbox or off")
 
 // Entry is one of toolgate's hook entries found in a settings document.
 type Entry struct {

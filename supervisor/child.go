@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -88,10 +89,26 @@ func (c *child) stopGroup(grace time.Duration) {
 
 // containedCommand is claude's command line as toolgate run starts it:
 // through "toolgate-hook contain" when the session is contained (the hook
-// binary starts about ten milliseconds sooner than toolgate).
-func containedCommand(level contain.Level, hook, claude string, args []string) (string, []string) {
+// binary starts about ten milliseconds sooner than toolgate), and then,
+// with the boundary, through "toolgate-bash --enter", which makes the
+// project's protected paths read-only for claude and all it starts.
+func containedCommand(level contain.Level, hook, claude string, args []string) (string, []string, error) {
 	if !level.Contained() {
-		return claude, args
+		return claude, args, nil
 	}
-	return hook, append([]string{contain.Command, "--parent", fmt.Sprint(os.Getpid()), "--ready", fmt.Sprint(containReadyFD), "--", claude}, args...)
+	if level.Bounded() {
+		enc, err := level.Boundary.Namespaced().Encode()
+		if err != nil {
+			return "", nil, err
+		}
+		if claude, err = exec.LookPath(claude); err != nil {
+			return "", nil, err
+		}
+		if claude, err = filepath.Abs(claude); err != nil {
+			return "", nil, err
+		}
+		args = append([]string{contain.EnterFlag, enc, "--ready", fmt.Sprint(containReadyFD), claude}, args...)
+		claude = contain.ShellPath(hook)
+	}
+	return hook, append([]string{contain.Command, "--parent", fmt.Sprint(os.Getpid()), "--ready", fmt.Sprint(containReadyFD), "--", claude}, args...), nil
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
-	"github.com/toolgate/toolgate/contain"
 )
 
 // Hook transports: how Claude Code hands toolgate run each call (HookAuto
@@ -36,14 +35,13 @@ const HookAuto = "auto"
 // hookTransport is the transport a session uses. Claude Code sends http
 // hooks through its sandbox's network proxy when the sandbox is on, and
 // the proxy refuses loopback addresses: every hook would fail, and a
-// failed hook lets the call through. So with the sandbox on (--containment
-// strict, or a settings layer that turns it on) the hook is the command;
-// asked for http there, run refuses to start.
-func hookTransport(cfg RunConfig, level contain.Level) (string, error) {
-	sandbox, where := level.Sandboxed(), "--containment strict"
-	if !sandbox {
-		sandbox, where = claudecode.SandboxEnabled(cfg.ClaudeArgs, cfg.Cwd, claudeDir(cfg))
-	}
+// failed hook lets the call through. So with the sandbox on (a settings
+// layer that turns it on) the hook is the command; asked for http there,
+// run refuses to start. (toolgate's own boundary sends nothing through a
+// proxy: --containment strict cuts the network of Bash commands, not
+// claude's.)
+func hookTransport(cfg RunConfig) (string, error) {
+	sandbox, where := claudecode.SandboxEnabled(cfg.ClaudeArgs, cfg.Cwd, claudeDir(cfg))
 	// What ran comes from the transcript with http hooks: only a release
 	// whose transcript says so will do.
 	version, known := claudecode.InstalledVersion(cfg.Claude)

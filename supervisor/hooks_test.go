@@ -19,7 +19,6 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
-	"github.com/toolgate/toolgate/contain"
 )
 
 // fakeDaemon serves /v1/hook on a Unix socket with handler, as the daemon
@@ -194,33 +193,28 @@ func installedClaude(t *testing.T, v string) string {
 // release whose transcript says which calls ran.
 func TestHookTransport(t *testing.T) {
 	cwd, claudeDir := t.TempDir(), t.TempDir()
-	sandboxed := contain.Level{Name: "landlock+sandbox"}
-	landlock := contain.Level{Name: "landlock"}
 	pinned, old, unknown := installedClaude(t, claudecode.PinnedVersion), installedClaude(t, "2.1.150"), installedClaude(t, "")
 	tests := []struct {
 		asked    string
-		level    contain.Level
 		args     []string
 		userFile string
 		claude   string // pinned when ""
 		want     string // "" when refused
 	}{
-		{asked: HookAuto, level: landlock, claude: old, want: HookCommand},
-		{asked: HookHTTP, level: landlock, claude: old, want: ""},
-		{asked: HookAuto, level: landlock, claude: unknown, want: HookCommand},
-		{asked: HookHTTP, level: landlock, claude: unknown, want: ""},
-		{asked: HookCommand, level: landlock, claude: old, want: HookCommand},
-		{asked: "", level: landlock, want: HookHTTP},
-		{asked: HookAuto, level: landlock, want: HookHTTP},
-		{asked: HookAuto, level: sandboxed, want: HookCommand},
-		{asked: HookHTTP, level: sandboxed, want: ""},
-		{asked: HookCommand, level: landlock, want: HookCommand},
-		{asked: HookAuto, level: landlock, args: []string{"-p", "--settings", `{"sandbox":{"enabled":true}}`}, want: HookCommand},
-		{asked: HookHTTP, level: landlock, args: []string{"--settings=" + `{"sandbox":{"enabled":true}}`}, want: ""},
-		{asked: HookAuto, level: landlock, args: []string{"--settings", `{"sandbox":{"enabled":false}}`}, want: HookHTTP},
-		{asked: HookAuto, level: landlock, userFile: `{"sandbox":{"enabled":true}}`, want: HookCommand},
-		{asked: HookAuto, level: landlock, args: []string{"--settings", "missing.json"}, want: HookCommand},
-		{asked: "stdio", level: landlock, want: ""},
+		{asked: HookAuto, claude: old, want: HookCommand},
+		{asked: HookHTTP, claude: old, want: ""},
+		{asked: HookAuto, claude: unknown, want: HookCommand},
+		{asked: HookHTTP, claude: unknown, want: ""},
+		{asked: HookCommand, claude: old, want: HookCommand},
+		{asked: "", want: HookHTTP},
+		{asked: HookAuto, want: HookHTTP},
+		{asked: HookCommand, want: HookCommand},
+		{asked: HookAuto, args: []string{"-p", "--settings", `{"sandbox":{"enabled":true}}`}, want: HookCommand},
+		{asked: HookHTTP, args: []string{"--settings=" + `{"sandbox":{"enabled":true}}`}, want: ""},
+		{asked: HookAuto, args: []string{"--settings", `{"sandbox":{"enabled":false}}`}, want: HookHTTP},
+		{asked: HookAuto, userFile: `{"sandbox":{"enabled":true}}`, want: HookCommand},
+		{asked: HookAuto, args: []string{"--settings", "missing.json"}, want: HookCommand},
+		{asked: "stdio", want: ""},
 	}
 	for _, tt := range tests {
 		os.Remove(filepath.Join(claudeDir, "settings.json"))
@@ -229,9 +223,9 @@ func TestHookTransport(t *testing.T) {
 		}
 		claude := cmp.Or(tt.claude, pinned)
 		cfg := RunConfig{HookTransport: tt.asked, Claude: claude, ClaudeArgs: tt.args, Cwd: cwd, Env: []string{"CLAUDE_CONFIG_DIR=" + claudeDir}}
-		got, err := hookTransport(cfg, tt.level)
+		got, err := hookTransport(cfg)
 		if got != tt.want || (err != nil) != (tt.want == "") {
-			t.Errorf("%q %s %q user %q claude %s: %q %v, want %q", tt.asked, tt.level.Name, tt.args, tt.userFile, claude, got, err, tt.want)
+			t.Errorf("%q %q user %q claude %s: %q %v, want %q", tt.asked, tt.args, tt.userFile, claude, got, err, tt.want)
 		}
 	}
 }

@@ -43,21 +43,26 @@ type RunConfig struct {
 	// AllowOtherHooks lets claude run with PreToolUse or PermissionRequest
 	// hooks of other settings layers beside toolgate's.
 	AllowOtherHooks bool
-	Claude          string        // the claude executable
-	ClaudeArgs      []string      // the user's own arguments
-	Hook            string        // the toolgate-hook executable
-	HookTransport   string        // HookHTTP ("" too) or HookCommand
-	Self            string        // the toolgate executable (to start the daemon; the daemon must run it)
-	ConfigDir       string        // toolgate's configuration directory ($XDG_CONFIG_HOME/toolgate)
-	Containment     string        // a contain mode: contain.Auto (""), Landlock, Strict or Off
-	MCPTimeout      time.Duration // bounds the listing of each MCP server's tools
-	MCPCacheTTL     time.Duration // how long listed tools are kept; not at all when 0
-	Version         string
-	Env             []string // claude's environment, before toolgate's additions
-	Cwd, Home       string
-	Stdin           io.Reader
-	Stdout, Stderr  io.Writer
-	Logger          *slog.Logger
+	Claude          string   // the claude executable
+	ClaudeArgs      []string // the user's own arguments
+	Hook            string   // the toolgate-hook executable
+	HookTransport   string   // HookHTTP ("" too) or HookCommand
+	Self            string   // the toolgate executable (to start the daemon; the daemon must run it)
+	ConfigDir       string   // toolgate's configuration directory ($XDG_CONFIG_HOME/toolgate)
+	Containment     string   // a contain mode: contain.Auto (""), Strict or Off
+	// Writable are the trees beside the project and the session's temp
+	// dir that Bash commands may write (caches a user declares).
+	Writable []string
+	// NoNetwork cuts Bash commands off the network (strict does too).
+	NoNetwork      bool
+	MCPTimeout     time.Duration // bounds the listing of each MCP server's tools
+	MCPCacheTTL    time.Duration // how long listed tools are kept; not at all when 0
+	Version        string
+	Env            []string // claude's environment, before toolgate's additions
+	Cwd, Home      string
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Logger         *slog.Logger
 }
 
 // PromptToolName is the prompt tool as Claude Code names it.
@@ -94,21 +99,31 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 			return Report{}, &ReportError{Path: cfg.ReportPath, Err: err}
 		}
 	}
-	level, err := contain.ForRun(cfg.Containment)
+	// Bash commands get a temp dir of the session's own: the system's is
+	// shared with everything else the user runs.
+	tmp, err := os.MkdirTemp("", "toolgate-tmp-")
 	if err != nil {
 		return Report{}, &UnavailableError{err}
 	}
-	if !level.Contained() {
-		fmt.Fprintf(cfg.Stderr, "toolgate: WARNING: claude runs uncontained: %s\n", level.Detail)
+	defer os.RemoveAll(tmp)
+	level, err := contain.ForRun(cfg.Containment, contain.ShellPath(cfg.Hook), boundary(cfg, tmp))
+	if err != nil {
+		return Report{}, &UnavailableError{err}
 	}
-	if cfg.HookTransport, err = hookTransport(cfg, level); err != nil {
+	switch {
+	case !level.Contained():
+		fmt.Fprintf(cfg.Stderr, "toolgate: WARNING: claude runs uncontained: %s\n", level.Detail)
+	case !level.Bounded():
+		fmt.Fprintf(cfg.Stderr, "toolgate: WARNING: Bash commands run without toolgate's boundary: %s\n", level.Detail)
+	}
+	if cfg.HookTransport, err = hookTransport(cfg); err != nil {
 		return Report{}, err
 	}
 	policyPath, err := filepath.Abs(cfg.PolicyPath)
 	if err != nil {
 		return Report{}, err
 	}
-	r := &runner{cfg: cfg, log: log, level: level, policy: ReportPolicy{Path: policyPath, Version: pol.Version, SHA256: pol.SHA256}}
+	r := &runner{cfg: cfg, log: log, level: level, tmp: tmp, policy: ReportPolicy{Path: policyPath, Version: pol.Version, SHA256: pol.SHA256}}
 	r.gate = &trustedGate{start: daemon.StartConfig{Paths: cfg.Paths, Self: cfg.Self, IdleExit: 5 * time.Minute}, onLost: r.gateLost}
 	if r.client, err = r.gate.connect(ctx); err != nil {
 		return Report{}, &UnavailableError{err}
@@ -140,11 +155,11 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 		// The session goes on under the policy it was recorded with; its
 		// deferred call gets the person's decision when Claude Code
 		// proposes it again.
-		sess, err = r.client.Resume(ctx, cfg.Resume.Session.ID, api.ResumeRequest{Contained: level.Contained(), Protected: r.protectedExtra()})
+		sess, err = r.client.Resume(ctx, cfg.Resume.Session.ID, api.ResumeRequest{Contained: level.Contained(), Protected: r.protectedExtra(), Writable: r.fileToolsWritable()})
 	} else {
 		sess, err = r.client.Register(ctx, api.RegisterRequest{Policy: doc, PolicyName: cfg.PolicyPath,
 			ApprovalTimeout: api.Duration(r.timeout), OnAsk: cfg.OnAsk, Cwd: cfg.Cwd, Home: cfg.Home,
-			SupervisorPID: os.Getpid(), Tools: tools, Contained: level.Contained(), Protected: r.protectedExtra(),
+			SupervisorPID: os.Getpid(), Tools: tools, Contained: level.Contained(), Protected: r.protectedExtra(), Writable: r.fileToolsWritable(),
 			Claude: cfg.Claude, ClaudeArgs: cfg.ClaudeArgs})
 	}
 	var se *api.StatusError
@@ -219,6 +234,9 @@ type runner struct {
 	promptTimeout time.Duration
 	spool         string
 	files         string // the private directory of claude's settings and MCP configuration
+	tmp           string // the session's temp dir (TMPDIR)
+	made          *madeLater
+	pins          []pinned // what claude runs or reads from run's setup (pinFile), fixed before it starts
 	// transcripts, with http hooks, reads what became of each call.
 	transcripts *transcripts
 
@@ -256,7 +274,13 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	// thread that started it ends: this goroutine keeps its thread).
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	name, argv := containedCommand(r.level, r.cfg.Hook, r.cfg.Claude, args)
+	name, argv, err := containedCommand(r.level, r.cfg.Hook, r.cfg.Claude, args)
+	if err != nil {
+		return Report{}, err
+	}
+	if err := r.pinFiles(); err != nil {
+		return Report{}, &UnavailableError{err}
+	}
 	cmd := exec.Command(name, argv...)
 	cmd.Dir = r.cfg.Cwd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.cfg.Stdin, r.cfg.Stdout, r.cfg.Stderr
@@ -264,6 +288,12 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 		"TOOLGATE_SOCKET="+r.cfg.Paths.Socket(), "TOOLGATE_SPOOL="+r.spool, "TOOLGATE_DAEMON_EXE="+r.cfg.Self)
 	if r.level.Contained() {
 		cmd.Env = append(cmd.Env, "TOOLGATE_CONTAINED=1")
+	}
+	if r.level.Bounded() {
+		if cmd.Env, err = r.boundaryEnv(cmd.Env); err != nil {
+			return Report{}, err
+		}
+		r.made = newMadeLater(r.cfg.Cwd, r.session)
 	}
 	if r.cfg.HookTransport == HookHTTP {
 		cmd.Env, _ = noProxyLoopback(cmd.Env)
@@ -331,7 +361,7 @@ const containDeadline = 10 * time.Second
 // start.
 func awaitContained(ready *os.File, deadline time.Duration) error {
 	ready.SetReadDeadline(time.Now().Add(deadline))
-	said, err := io.ReadAll(io.LimitReader(ready, 64))
+	said, err := io.ReadAll(io.LimitReader(ready, 2048))
 	switch {
 	case os.IsTimeout(err):
 		return fmt.Errorf("said nothing within %s", deadline)
@@ -339,6 +369,8 @@ func awaitContained(ready *os.File, deadline time.Duration) error {
 		return err
 	case string(said) == contain.Ready+contain.ExecFailed:
 		return ErrClaudeExec
+	case strings.HasPrefix(string(said), contain.Ready+", but "):
+		return errors.New(strings.TrimPrefix(string(said), contain.Ready+", but "))
 	case string(said) != contain.Ready:
 		return fmt.Errorf("did not say it started claude (%q)", said)
 	}
@@ -409,13 +441,6 @@ func (r *runner) protectedExtra() []string {
 	return []string{r.cfg.PolicyPath, r.files, r.cfg.Hook, r.cfg.Self, claudeDir(r.cfg)}
 }
 
-// protected is every path the session's guard protects, as the daemon's
-// guard sees them: what Claude Code's sandbox keeps Bash from writing.
-func (r *runner) protected() []string {
-	return policy.NewGuard(policy.GuardPaths{Gate: r.cfg.Paths, ConfigDir: r.cfg.ConfigDir, Exe: r.cfg.Self,
-		ClaudeDir: claudeDir(r.cfg), Project: r.cfg.Cwd, Extra: r.protectedExtra()}).Protected
-}
-
 // claudeArgs writes the settings and MCP config files (0600, in a private
 // temporary directory: the prompt tool's token is never on a command line)
 // and returns claude's arguments: toolgate's, then the user's.
@@ -429,8 +454,18 @@ func (r *runner) claudeArgs(dir string, host *prompttool.Host) ([]string, error)
 		settings = claudecode.HooksSettings(claudecode.CommandLine(r.cfg.Hook),
 			api.PreToolUse, api.PostToolUse, api.PostToolUseFailure, api.PostToolBatch)
 	}
-	if r.level.Sandboxed() {
-		settings, _ = sjson.SetRawBytes(settings, "sandbox", claudecode.SandboxSettings(r.protected()))
+	if r.level.Bounded() {
+		// The same as claude's environment, in the layer every other one
+		// but managed settings gives way to: an installed env block's
+		// boundary is not the session's.
+		env, err := r.boundaryEnv(nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, kv := range env {
+			k, v, _ := strings.Cut(kv, "=")
+			settings, _ = sjson.SetBytes(settings, "env."+k, v)
+		}
 	}
 	mcpTimeout := r.promptTimeout.Milliseconds()
 	mcpConfig := map[string]any{"mcpServers": map[string]any{"toolgate": map[string]any{
@@ -461,6 +496,9 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 			warnings = append(warnings, err.Error())
 		}
 		warnings = append(warnings, r.transcripts.problems()...)
+	}
+	if r.made != nil {
+		warnings = append(warnings, r.made.finish()...)
 	}
 	spooled, _ := api.ReadSpool(r.spool) // before the daemon, at the session's end, ingests and removes it
 	client := r.client

@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/contain"
 	"github.com/toolgate/toolgate/hook"
 	"github.com/toolgate/toolgate/install"
 	"mvdan.cc/sh/v3/expand"
@@ -154,6 +155,18 @@ func checkLayers(files, settingsArgs []string, otherHooks, disable bool, hook, p
 			return &SettingsError{File: l.name, Problem: "sets disableAllHooks, which switches toolgate's hook off too",
 				Fix: "remove disableAllHooks from it (if you did not put it there, something else did: see what changed it)"}
 		}
+		toolgates := filepath.Base(gjson.Get(l.doc, "env.CLAUDE_CODE_SHELL").String()) == contain.ShellName
+		for _, v := range boundaryVars {
+			// toolgate install's own (run's --settings layer sets them
+			// for the session over every other layer's).
+			if toolgates && (v == "CLAUDE_CODE_SHELL" || v == contain.BoundaryEnv) {
+				continue
+			}
+			if gjson.Get(l.doc, "env."+gjson.Escape(v)).Exists() {
+				return &SettingsError{File: l.name, Problem: "sets " + v + " in its env block, which decides how Claude Code runs Bash commands and would take them out of toolgate's boundary",
+					Fix: "remove " + v + " from its env block (toolgate sets it for the session)"}
+			}
+		}
 		if otherHooks {
 			continue
 		}
@@ -181,6 +194,11 @@ const settingsPoll = 100 * time.Millisecond
 // than the one toolgate decided, and run checked them only before claude
 // started).
 func (r *runner) settingsChanged() error {
+	for _, p := range r.pins {
+		if what := p.changed(); what != "" {
+			return fmt.Errorf("a file the session's claude runs or reads changed during the session: %s", what)
+		}
+	}
 	if r.cfg.AllowOtherHooks {
 		return nil
 	}
@@ -210,6 +228,9 @@ func (r *runner) watchSettings(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+		if r.made != nil {
+			r.made.check()
 		}
 		if err := r.settingsChanged(); err != nil {
 			r.stopSession(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/contain"
 	"github.com/toolgate/toolgate/demo"
 	"github.com/toolgate/toolgate/doctor"
 	"github.com/toolgate/toolgate/install"
@@ -40,6 +41,7 @@ EXIT STATUS
 		Action: func(cliCtx *cli.Context) error {
 			cwd, _ := os.Getwd()
 			home, _ := os.UserHomeDir()
+			self, _ := os.Executable()
 			claude := cliCtx.String("claude")
 			if claude == "claude" {
 				if cached := demo.ClaudeCacheDir(claudecode.PinnedVersion) + "/node_modules/.bin/claude"; fileExists(cached) && !onPath("claude") {
@@ -47,7 +49,8 @@ EXIT STATUS
 				}
 			}
 			checks := doctor.Run(cliCtx.Context, doctor.Config{Paths: livePaths(), Policy: policyOrDefault(), Claude: claude, Tested: testedClaudeVersions,
-				Cwd: cwd, Home: home, UserSettings: install.UserSettings(os.Getenv, home), DBusAddress: os.Getenv("DBUS_SESSION_BUS_ADDRESS"), ApprovalWait: api.DefaultApprovalTimeout})
+				Cwd: cwd, Home: home, UserSettings: install.UserSettings(os.Getenv, home), DBusAddress: os.Getenv("DBUS_SESSION_BUS_ADDRESS"), ApprovalWait: api.DefaultApprovalTimeout,
+				Shell: contain.ShellPath(self)})
 			failed := false
 			for _, c := range checks {
 				failed = failed || c.Status == doctor.Fail

@@ -43,14 +43,19 @@ approval_timeout can shorten that wait, never lengthen it: Claude Code stops
 the hook at the timeout install writes from --approval-timeout (default 5m), so
 for rules that wait longer install with a longer --approval-timeout.
 
-The sessions' boundary is Claude Code's own sandbox for Bash (bubblewrap and
-socat): install adds a "sandbox" block beside the hooks that runs every Bash
-command sandboxed, never outside it, and keeps it from writing toolgate's
-files. Commands then write only under the project, and reach the network
-through Claude Code's proxy, which asks for each new domain. Without bubblewrap
-or socat it says so and installs the hooks alone (--containment sandbox refuses
-instead); --containment off leaves the sandbox out. A file whose settings
-configure the sandbox themselves keeps its own block.
+The sessions' boundary is toolgate's Bash boundary where the kernel allows it
+(--containment auto, or boundary to insist): install sets CLAUDE_CODE_SHELL to
+toolgate-bash in the file's env block, so every Bash command writes only in its
+project (the nearest directory up from where it runs that holds .git), the temp
+dir and /dev; in the project git's config and hooks, .claude and .mcp.json are
+read-only; and it reaches no Unix socket. Claude Code's own file tools are not
+inside it (the guard keeps their writes off what runs code later). Where the
+boundary cannot run, auto falls back to Claude Code's own sandbox for Bash
+(bubblewrap and socat; --containment sandbox asks for it): a "sandbox" block
+that runs every Bash command sandboxed and keeps it from toolgate's files.
+Without either it says so and installs the hooks alone; --containment off
+leaves both out. A file whose env block names a shell of its own, or whose
+settings configure the sandbox themselves, keeps its own.
 
 The file is edited in place: everything else in it stays as it was, installing
 twice changes nothing, and toolgate uninstall takes out exactly what install
@@ -69,8 +74,9 @@ EXIT STATUS
    65   the settings file is not valid JSON: it was left untouched
    66   the policy file or the hook binary does not exist (project scope: or
         cannot be named portably: toolgate-hook off PATH, a policy outside)
-   69   --containment sandbox, and Claude Code's sandbox cannot run here
-   78   the policy document is invalid`,
+   69   --containment boundary or sandbox, and it cannot run here
+   78   the policy document is invalid, or the settings file's env block runs
+        Bash with a shell of its own (CLAUDE_CODE_SHELL)`,
 		Flags: []cli.Flag{
 			scopeFlag(),
 			&cli.StringFlag{Name: "policy", Usage: "the policy installed sessions are gated by", EnvVars: []string{policyEnv},
@@ -78,7 +84,7 @@ EXIT STATUS
 			&cli.DurationFlag{Name: "approval-timeout", Usage: "how long an ask waits for toolgate's approvers before Claude Code's own dialog decides",
 				Value: api.DefaultInstalledApprovalTimeout},
 			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
-			&cli.StringFlag{Name: "containment", Usage: "auto (Claude Code's Bash sandbox where bubblewrap and socat are installed), sandbox (or refuse), or off",
+			&cli.StringFlag{Name: "containment", Usage: "auto (toolgate's Bash boundary where the kernel allows it, else Claude Code's sandbox where bubblewrap and socat are installed), boundary or sandbox (or refuse), or off",
 				Value: contain.InstallAuto},
 			jsonFlag(),
 		},
@@ -197,22 +203,66 @@ func installOptions(cliCtx *cli.Context, project string) (install.Options, error
 	if _, err := os.Stat(hookPath); err != nil {
 		return install.Options{}, fmt.Errorf("the hook binary is missing: %w\nTry: go build -o bin/ ./cmd/... and run bin/toolgate install, or pass --hook", err)
 	}
+	shell, absShell := contain.ShellPath(hookPath), contain.ShellPath(hookPath)
 	if cliCtx.String("scope") == "project" {
 		if hookPath, policyPath, err = portable(project, hookPath, policyPath); err != nil {
 			return install.Options{}, err
 		}
 	}
 	o := install.Options{Hook: hookPath, Policy: policyPath, ApprovalTimeout: timeout, PermissionMargin: hook.PermissionMargin}
-	level, err := contain.ForInstall(cliCtx.String("containment"))
+	level, err := contain.ForInstall(cliCtx.String("containment"), shell)
 	if err != nil {
 		return install.Options{}, &gateUnavailable{err}
 	}
-	if level.Sandboxed() {
+	switch {
+	case level.Bounded():
+		// A shared file names it as the hook: from PATH.
+		if cliCtx.String("scope") == "project" {
+			if shell, err = portableShell(shell); err != nil {
+				return install.Options{}, err
+			}
+		}
+		// toolgate's own files, where they lie in the temp dir the
+		// commands may write (the runtime dir without XDG_RUNTIME_DIR,
+		// XDG_STATE_HOME there): read-only. Elsewhere they are not
+		// writable at all; on another machine a path that is not there is
+		// passed over.
+		o.Shell = shell
+		o.Boundary = contain.InstalledBoundary + readOnlyInTmp(boundaryProtected(absShell, policyPath))
+	case level.Sandboxed():
 		o.Sandbox = claudecode.SandboxSettings(installProtected(hookPath, policyPath))
-	} else {
+	default:
 		fmt.Fprintf(cliCtx.App.ErrWriter, "toolgate: WARNING: installed sessions run uncontained: %s\n", level.Detail)
 	}
 	return o, nil
+}
+
+// readOnlyInTmp is the boundary's read-only entries for those of paths
+// inside the system's temp dir.
+func readOnlyInTmp(paths []string) string {
+	var b strings.Builder
+	tmp := filepath.Clean(os.TempDir())
+	for _, p := range paths {
+		if p = filepath.Clean(p); strings.HasPrefix(p, tmp+"/") || strings.HasPrefix(p, "/tmp/") {
+			fmt.Fprintf(&b, "r %s\n", p)
+		}
+	}
+	return b.String()
+}
+
+// portableShell names toolgate-bash for a shared settings file: by name,
+// found on PATH, which must hold this one.
+func portableShell(shell string) (string, error) {
+	onPath, err := exec.LookPath(contain.ShellName)
+	if err != nil {
+		return "", fmt.Errorf("%s is not on your PATH, so the settings the team shares cannot name it (%s is this machine's): %w\n"+
+			"Try: cp %s ~/.local/bin/ beside toolgate-hook, or --scope local for this checkout only, or --containment sandbox",
+			contain.ShellName, shell, fs.ErrNotExist, shell)
+	}
+	if same, _ := sameFile(onPath, shell); !same {
+		fmt.Fprintf(os.Stderr, "toolgate: the settings name %s from PATH: here that is %s, not %s\n", contain.ShellName, onPath, shell)
+	}
+	return contain.ShellName, nil
 }
 
 // installProtected is what Claude Code's sandbox must keep the model's
@@ -227,6 +277,24 @@ func installProtected(hookPath, policyPath string) []string {
 	}
 	if home, err := os.UserHomeDir(); err == nil {
 		out = append(out, filepath.Dir(install.UserSettings(os.Getenv, home)))
+	}
+	return out
+}
+
+// boundaryProtected is what the Bash boundary of installed sessions keeps
+// read-only where it lies in the temp dir: toolgate's own files, and
+// Claude Code's settings files (not its whole directory: the shell
+// snapshot is written there).
+func boundaryProtected(shell, policyPath string) []string {
+	p := livePaths()
+	out := []string{p.RuntimeDir, p.StateDir, configDir(), shell, policyPath}
+	if self, err := os.Executable(); err == nil {
+		out = append(out, self, filepath.Join(filepath.Dir(self), install.HookName))
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		claudeDir := filepath.Dir(install.UserSettings(os.Getenv, home))
+		out = append(out, filepath.Join(claudeDir, "settings.json"), filepath.Join(claudeDir, "settings.local.json"),
+			filepath.Join(home, ".claude.json"))
 	}
 	return out
 }
@@ -277,6 +345,9 @@ func sameFile(a, b string) (bool, error) {
 }
 
 func settingsError(err error) error {
+	if errors.Is(err, install.ErrOtherShell) {
+		return &configError{err}
+	}
 	var invalid *install.InvalidError
 	if errors.As(err, &invalid) {
 		return &dataError{fmt.Errorf("%w; it was left untouched\nTry: fix the file (Claude Code ignores a broken one too), then run this again", err)}

@@ -55,6 +55,8 @@ EXIT STATUS
 			&cli.StringFlag{Name: "report-dir", Usage: "write each resumed run's JSON report to DIR/SESSION.json"},
 			&cli.StringFlag{Name: "hook", Usage: "the toolgate-hook executable (default: beside toolgate)", EnvVars: []string{"TOOLGATE_HOOK"}},
 			&cli.StringFlag{Name: "containment", Usage: "as toolgate run's", EnvVars: []string{"TOOLGATE_CONTAINMENT"}, Value: contain.Auto},
+			&cli.StringSliceFlag{Name: "writable", Usage: "as toolgate run's", EnvVars: []string{"TOOLGATE_WRITABLE"}},
+			&cli.StringFlag{Name: "network", Usage: "as toolgate run's", EnvVars: []string{"TOOLGATE_NETWORK"}, Value: "on"},
 			&cli.BoolFlag{Name: "allow-other-hooks", Usage: "as toolgate run's"},
 			jsonFlag(),
 		},
@@ -167,6 +169,10 @@ func resumeOne(cliCtx *cli.Context, d api.DeferredSession) (supervisor.Report, e
 	if err != nil {
 		return supervisor.Report{}, err
 	}
+	writable, err := writableFlags(cliCtx)
+	if err != nil {
+		return supervisor.Report{}, err
+	}
 	home, _ := os.UserHomeDir()
 	cfg := supervisor.RunConfig{
 		Paths:           envPaths(""),
@@ -174,6 +180,8 @@ func resumeOne(cliCtx *cli.Context, d api.DeferredSession) (supervisor.Report, e
 		ApprovalTimeout: time.Duration(d.ApprovalTimeout),
 		OnAsk:           d.OnAsk,
 		Containment:     cliCtx.String("containment"),
+		Writable:        writable,
+		NoNetwork:       cliCtx.String("network") == "none",
 		ConfigDir:       configDir(),
 		Claude:          cmp.Or(d.Claude, "claude"),
 		ClaudeArgs:      claudecode.ResumeArgs(d.ClaudeArgs, d.Session.ClaudeSessionID),

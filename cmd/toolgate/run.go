@@ -35,13 +35,18 @@ line (toolgate run claude -p "x" is toolgate run -- claude -p "x").
 claude runs contained (--containment auto, the default): inside a Landlock
 domain, so that nothing the model runs, detached or not, can signal the daemon,
 this process or an approver, or approve a call (its processes carry
-no_new_privs, which the daemon refuses as approvers). Without Landlock ABI 6
-(Linux 6.12) it warns and runs uncontained. --containment strict adds Claude
-Code's sandbox around Bash (bubblewrap and socat): no Unix sockets, writes only
-under the project and never to toolgate's files; commands then reach the
-network only through Claude Code's proxy. run also checks, for the whole
-session, that the daemon answering is the one it trusts: a daemon replaced or
-gone makes every call deny gate_unavailable, stops claude, and exits 69.
+no_new_privs, which the daemon refuses as approvers). And every Bash command
+runs in toolgate's boundary (toolgate-bash): it writes only in the project, the
+session's own temp dir ($TMPDIR) and the trees you name with --writable (Go's
+and npm's caches, say); in the project, .git (pinned in place), git's config
+and hooks, .claude and .mcp.json are read-only, for claude's own file tools
+too; it has no Unix sockets (the gate, an approver, the desktop bus and tmux
+listen on one). The network stays on; --network none, or --containment
+strict, cuts it. Where the kernel cannot give a layer (Landlock ABI 6, Linux
+6.12; unprivileged user namespaces) auto says at start what is not protected;
+strict refuses to start. run also checks, for the whole session, that the
+daemon answering is the one it trusts: a daemon replaced or gone makes every
+call deny gate_unavailable, stops claude, and exits 69.
 
 Each call reaches the gate through Claude Code's PreToolUse hook. With
 --hook-transport http it is an http hook to run's own loopback listener, the
@@ -52,8 +57,7 @@ model saw from claude's transcript; a call that ran without reaching the gate
 stops the session (exit 69). --hook-transport command spawns toolgate-hook for
 every event instead, as installed sessions do (slower: Claude Code starts a
 process for each of four events a call). auto, the default, is http, except
-where Claude Code's sandbox is on (--containment strict, or a settings file
-that enables it): the sandbox sends http hooks through its proxy, which refuses
+where Claude Code's sandbox is on (a settings file that enables it): the sandbox sends http hooks through its proxy, which refuses
 them, so there it is command, and http is refused. The same with a Claude Code
 older than 2.1.332, whose transcript does not say which calls ran.
 
@@ -76,7 +80,8 @@ EXAMPLES
    toolgate run --policy policy.json -- claude -p "fix the failing test"
    toolgate run --report run.json --approval-timeout 10m -- claude -p --output-format json "tidy up"
    toolgate run --on-ask deny -- claude -p "nightly cleanup"   # unattended: asks are denied no_approver
-   toolgate run --containment strict -- claude -p "refactor"    # Bash in Claude Code's sandbox too
+   toolgate run --writable "$(go env GOCACHE)" -- claude -p "fix the test"   # Bash may write Go's build cache too
+   toolgate run --containment strict -- claude -p "refactor"    # and no network for Bash
    toolgate run --hook-transport command -- claude -p "tidy up"   # the hook binary, as installed sessions
    toolgate run --on-ask defer --approval-timeout 12h -- claude -p "$(cat task.md)"   # cron: see toolgate resume
 
@@ -106,7 +111,9 @@ EXIT STATUS
 			&cli.DurationFlag{Name: "mcp-timeout", Usage: "how long each MCP server may take to list its tools before claude starts", EnvVars: []string{"TOOLGATE_MCP_TIMEOUT"}, Value: supervisor.DefaultDiscoveryTimeout},
 			&cli.DurationFlag{Name: "mcp-cache", Usage: "how long an MCP server's listed tools are kept, by its configuration (0: list them on every run)", EnvVars: []string{"TOOLGATE_MCP_CACHE"}, Value: 24 * time.Hour},
 			&cli.BoolFlag{Name: "allow-other-hooks", Usage: "run even when Claude Code's settings have PreToolUse or PermissionRequest hooks of their own (one that allows may change the input that runs)"},
-			&cli.StringFlag{Name: "containment", Usage: "auto (Landlock where the kernel has it), landlock (or refuse to start), strict (Landlock and Claude Code's Bash sandbox, or refuse to start), or off", EnvVars: []string{"TOOLGATE_CONTAINMENT"}, Value: contain.Auto},
+			&cli.StringFlag{Name: "containment", Usage: "auto (Landlock and the Bash boundary where the kernel has them, else what it has, said at start), strict (both, with no network for Bash, or refuse to start), landlock (the Landlock domain alone), or off", EnvVars: []string{"TOOLGATE_CONTAINMENT"}, Value: contain.Auto},
+			&cli.StringSliceFlag{Name: "writable", Usage: "a `DIR` Bash commands may write in beside the project and the session's temp dir (repeat it, or give TOOLGATE_WRITABLE with commas)", EnvVars: []string{"TOOLGATE_WRITABLE"}},
+			&cli.StringFlag{Name: "network", Usage: "on, or none: Bash commands get no socket at all", EnvVars: []string{"TOOLGATE_NETWORK"}, Value: "on"},
 		},
 		Action: func(cliCtx *cli.Context) error {
 			cfg, err := newRunConfig(cliCtx)
@@ -183,6 +190,10 @@ func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 	if err != nil {
 		return supervisor.RunConfig{}, err
 	}
+	writable, err := writableFlags(cliCtx)
+	if err != nil {
+		return supervisor.RunConfig{}, err
+	}
 	home, _ := os.UserHomeDir()
 	return supervisor.RunConfig{
 		Paths:           envPaths(""),
@@ -191,6 +202,8 @@ func newRunConfig(cliCtx *cli.Context) (supervisor.RunConfig, error) {
 		ApprovalTimeout: cliCtx.Duration("approval-timeout"),
 		OnAsk:           onAsk,
 		Containment:     cliCtx.String("containment"),
+		Writable:        writable,
+		NoNetwork:       cliCtx.String("network") == "none",
 		AllowOtherHooks: cliCtx.Bool("allow-other-hooks"),
 		ConfigDir:       configDir(),
 		MCPTimeout:      cliCtx.Duration("mcp-timeout"),
@@ -221,6 +234,23 @@ func hookExecutable(cliCtx *cli.Context, self string) (string, error) {
 		hook = filepath.Join(filepath.Dir(self), "toolgate-hook")
 	}
 	return filepath.Abs(hook)
+}
+
+// writableFlags are --writable's directories, absolute, and --network
+// checked.
+func writableFlags(cliCtx *cli.Context) ([]string, error) {
+	if n := cliCtx.String("network"); n != "on" && n != "none" {
+		return nil, &usageError{msg: fmt.Sprintf("--network must be on or none, not %q", n)}
+	}
+	var dirs []string
+	for _, d := range cliCtx.StringSlice("writable") {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, err
+		}
+		dirs = append(dirs, abs)
+	}
+	return dirs, nil
 }
 
 // notContained is a contained claude that did not start, with what to do.

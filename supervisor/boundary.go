@@ -1,0 +1,214 @@
+package supervisor
+
+import (
+	"crypto/rand"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/toolgate/toolgate/contain"
+	"github.com/toolgate/toolgate/policy"
+)
+
+// boundary is what the session's Bash commands may touch: they write in
+// the project, the session's temp dir, the usual devices and the trees the user
+// declares; in the project, git's config and hooks, .claude and .mcp.json
+// are read-only, and so is every path toolgate protects that lies inside
+// a writable tree (a policy file kept in the project, say).
+func boundary(cfg RunConfig, tmp string) contain.Boundary {
+	writable := append(append([]string{cfg.Cwd, tmp}, contain.Devices...), cfg.Writable...)
+	readOnly := contain.GitDirs(cfg.Cwd)
+	guard := policy.NewGuard(policy.GuardPaths{Gate: cfg.Paths, ConfigDir: cfg.ConfigDir, Exe: cfg.Self,
+		ClaudeDir: claudeDir(cfg), Project: cfg.Cwd, Extra: []string{cfg.PolicyPath, cfg.Hook, contain.ShellPath(cfg.Hook)}})
+	for _, p := range guard.Protected {
+		if p, err := filepath.Abs(p); err == nil && within(p, writable) {
+			readOnly = append(readOnly, p)
+		}
+	}
+	// .claude is pinned only where it exists: made now, the model's
+	// commands cannot make it later.
+	if err := os.Mkdir(filepath.Join(cfg.Cwd, ".claude"), 0o755); err != nil && !os.IsExist(err) {
+		readOnly = append(readOnly, filepath.Join(cfg.Cwd, ".claude")) // tried, and refused if it cannot be
+	}
+	return contain.Boundary{Writable: writable, Snapshots: filepath.Join(claudeDir(cfg), "shell-snapshots"),
+		Projects: []string{cfg.Cwd}, ReadOnly: readOnly, NoNetwork: cfg.NoNetwork}
+}
+
+// within reports whether path is one of roots or beneath one.
+func within(path string, roots []string) bool {
+	for _, r := range roots {
+		if path == r || strings.HasPrefix(path, strings.TrimSuffix(r, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// boundaryEnv is claude's environment with the boundary for every Bash
+// command: Claude Code runs each through toolgate-bash, which reads it
+// from TOOLGATE_BOUNDARY; a shell prefix would run outside it, so none is
+// passed on.
+func (r *runner) boundaryEnv(env []string) ([]string, error) {
+	enc, err := r.level.Boundary.PerCommand().Encode()
+	if err != nil {
+		return nil, err
+	}
+	kept := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "CLAUDE_CODE_SHELL", "CLAUDE_CODE_SHELL_PREFIX", contain.BoundaryEnv, "TMPDIR", "CLAUDE_CODE_TMPDIR":
+			continue
+		}
+		kept = append(kept, kv)
+	}
+	return append(kept, "CLAUDE_CODE_SHELL="+contain.ShellPath(r.cfg.Hook), contain.BoundaryEnv+"="+enc,
+		"TMPDIR="+r.tmp, "CLAUDE_CODE_TMPDIR="+r.tmp), nil
+}
+
+// boundaryVars are the variables of claude's environment that decide the
+// boundary: a settings layer's env block that sets one replaces it.
+var boundaryVars = []string{"CLAUDE_CODE_SHELL", "CLAUDE_CODE_SHELL_PREFIX", contain.BoundaryEnv, "TMPDIR", "CLAUDE_CODE_TMPDIR"}
+
+// madeLater is what would start code outside the boundary but did not
+// exist when the session started, so that no mount pinned it. A .mcp.json
+// the session's commands make in the project (claude -p starts its
+// servers at the next session without asking, and so does run's tool
+// listing) is moved aside the moment run sees it. At the end, what they
+// made deeper in the project is moved aside too: a repository (git runs
+// its core.fsmonitor and hooks when the person's git status goes into
+// it), a .git/commondir (it points git at another config and hooks), a
+// .claude (skills and agents whose hooks Claude Code runs); a .git they
+// made at the project's root (git init) is reported.
+type madeLater struct {
+	project, suffix string
+	mcp, git        bool            // missing at the start
+	commondir       bool            // .git/commondir there at the start
+	nested          map[string]bool // nested .git and .claude at the start
+	complete        bool            // the start's walk saw the whole project
+
+	mu    sync.Mutex
+	notes []string
+}
+
+// walkLimit bounds the walks of the project: past it, run says what it
+// could not check.
+const walkLimit = 500_000
+
+func newMadeLater(project, session string) *madeLater {
+	_, mcpErr := os.Lstat(filepath.Join(project, ".mcp.json"))
+	_, gitErr := os.Lstat(filepath.Join(project, ".git"))
+	m := &madeLater{project: project, suffix: ".made-by-" + session + "-" + rand.Text()[:8],
+		mcp: os.IsNotExist(mcpErr), git: os.IsNotExist(gitErr)}
+	_, cdErr := os.Lstat(filepath.Join(project, ".git", "commondir"))
+	m.commondir = cdErr == nil
+	m.nested, m.complete = nestedConfig(project)
+	return m
+}
+
+// nestedConfig lists the .git and .claude entries below the project's
+// root, without going into either; complete is false past walkLimit.
+func nestedConfig(project string) (found map[string]bool, complete bool) {
+	found, n := map[string]bool{}, 0
+	complete = true
+	filepath.WalkDir(project, func(p string, d fs.DirEntry, err error) error {
+		if n++; n > walkLimit {
+			complete = false
+			return filepath.SkipAll
+		}
+		if err != nil || p == project {
+			return nil
+		}
+		if name := d.Name(); name == ".git" || name == ".claude" {
+			if filepath.Dir(p) != project {
+				found[p] = true
+			}
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+	return found, complete
+}
+
+// check moves a .mcp.json made since the start aside.
+func (m *madeLater) check() {
+	if !m.mcp {
+		return
+	}
+	mcp := filepath.Join(m.project, ".mcp.json")
+	if _, err := os.Lstat(mcp); err != nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.aside(mcp, "whose MCP servers Claude Code would start unasked at the next session")
+	m.mcp = false // said once
+}
+
+// aside moves what the session made aside (removes it, if that fails),
+// and notes it. m.mu is held.
+func (m *madeLater) aside(path, why string) {
+	to := path + m.suffix
+	err := os.Rename(path, to)
+	if err == nil {
+		m.notes = append(m.notes, fmt.Sprintf("the session's commands made %s, %s: moved to %s; read it, and move it back only if you trust it", path, why, to))
+		return
+	}
+	if rmErr := os.RemoveAll(path); rmErr != nil {
+		m.notes = append(m.notes, fmt.Sprintf("the session's commands made %s, %s, and it could not be moved aside (%v) nor removed (%v): read it before you run git or claude here again", path, why, err, rmErr))
+		return
+	}
+	m.notes = append(m.notes, fmt.Sprintf("the session's commands made %s, %s, which could not be moved aside (%v): removed", path, why, err))
+}
+
+// finish checks once more and returns what to tell the person.
+func (m *madeLater) finish() []string {
+	m.check()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := os.Lstat(filepath.Join(m.project, ".git")); m.git && err == nil {
+		m.notes = append(m.notes, fmt.Sprintf("the session's commands made a git repository in %s: its .git/config and .git/hooks are theirs, and git runs what they name (core.fsmonitor, hooks); read them before you run git there", m.project))
+	}
+	if commondir := filepath.Join(m.project, ".git", "commondir"); !m.git && !m.commondir {
+		if _, err := os.Lstat(commondir); err == nil {
+			m.aside(commondir, "which points git at another config and hooks")
+		}
+	}
+	now, complete := nestedConfig(m.project)
+	for p := range now {
+		if m.nested[p] {
+			continue
+		}
+		why := "a repository whose config and hooks git runs when your git status goes into it"
+		if filepath.Base(p) == ".claude" {
+			why = "Claude Code configuration (skills, agents and their hooks) for that directory"
+		}
+		m.aside(p, why)
+	}
+	if !complete || !m.complete {
+		m.notes = append(m.notes, fmt.Sprintf("the project holds more than %d files: run did not look through all of it for repositories or .claude directories the session's commands made", walkLimit))
+	}
+	return m.notes
+}
+
+// fileToolsWritable are the trees the session's guard lets Claude Code's
+// write tools write in: those its Bash commands may, with the boundary;
+// no limit without it.
+func (r *runner) fileToolsWritable() []string {
+	if !r.level.Bounded() {
+		return nil
+	}
+	var trees []string
+	for _, w := range r.level.Boundary.Writable {
+		if !slices.Contains(contain.Devices, w) {
+			trees = append(trees, w)
+		}
+	}
+	return trees
+}
