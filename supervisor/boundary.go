@@ -82,8 +82,9 @@ var boundaryVars = []string{"CLAUDE_CODE_SHELL", "CLAUDE_CODE_SHELL_PREFIX", con
 // made deeper in the project is moved aside too: a repository (git runs
 // its core.fsmonitor and hooks when the person's git status goes into
 // it), a .git/commondir (it points git at another config and hooks), a
-// .claude (skills and agents whose hooks Claude Code runs); a .git they
-// made at the project's root (git init) is reported.
+// .claude (skills and agents whose hooks Claude Code runs: with http
+// hooks, also before every call that could load one, which is then
+// denied); a .git they made at the project's root (git init) is reported.
 type madeLater struct {
 	project, suffix string
 	mcp, git        bool            // missing at the start
@@ -167,6 +168,42 @@ func (m *madeLater) aside(path, why string) {
 	m.notes = append(m.notes, fmt.Sprintf("the session's commands made %s, %s, which could not be moved aside (%v): removed", path, why, err))
 }
 
+// loadsConfig are the tools with which Claude Code loads what a .claude
+// directory defines (skills, agents, commands), and with it their hooks,
+// which run outside the Bash boundary.
+var loadsConfig = map[string]bool{"Skill": true, "Task": true, "Agent": true, "SlashCommand": true}
+
+// sweep moves aside the nested .git and .claude the session's commands
+// made since the start, before a call that could load what one defines,
+// and says what it moved ("" when nothing).
+func (m *madeLater) sweep() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	before := len(m.notes)
+	m.nestedAside()
+	if len(m.notes) == before {
+		return ""
+	}
+	return strings.Join(m.notes[before:], "; ")
+}
+
+// nestedAside moves aside what the session made below the project's root.
+// m.mu is held.
+func (m *madeLater) nestedAside() {
+	now, complete := nestedConfig(m.project)
+	for p := range now {
+		if m.nested[p] {
+			continue
+		}
+		why := "a repository whose config and hooks git runs when your git status goes into it"
+		if filepath.Base(p) == ".claude" {
+			why = "Claude Code configuration (skills, agents and their hooks) for that directory"
+		}
+		m.aside(p, why)
+	}
+	m.complete = m.complete && complete
+}
+
 // finish checks once more and returns what to tell the person.
 func (m *madeLater) finish() []string {
 	m.check()
@@ -180,18 +217,8 @@ func (m *madeLater) finish() []string {
 			m.aside(commondir, "which points git at another config and hooks")
 		}
 	}
-	now, complete := nestedConfig(m.project)
-	for p := range now {
-		if m.nested[p] {
-			continue
-		}
-		why := "a repository whose config and hooks git runs when your git status goes into it"
-		if filepath.Base(p) == ".claude" {
-			why = "Claude Code configuration (skills, agents and their hooks) for that directory"
-		}
-		m.aside(p, why)
-	}
-	if !complete || !m.complete {
+	m.nestedAside()
+	if !m.complete {
 		m.notes = append(m.notes, fmt.Sprintf("the project holds more than %d files: run did not look through all of it for repositories or .claude directories the session's commands made", walkLimit))
 	}
 	return m.notes

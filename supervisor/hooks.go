@@ -226,6 +226,15 @@ func (h *hookServer) decide(ctx context.Context, raw []byte) decision {
 	if p := ev.Get("transcript_path").Str; p != "" && h.transcript != nil {
 		h.transcript(p)
 	}
+	// A skill, agent or command the session's own commands wrote would
+	// bring hooks that run outside the boundary.
+	if made := h.r.made; made != nil && loadsConfig[ev.Get("tool_name").Str] {
+		if moved := made.sweep(); moved != "" {
+			v := api.Deny(api.ReasonToolgateGuard, api.SourceGate)
+			v.Message = api.DenyMessage(v, moved)
+			return decision{v: h.denyWith(raw, v, errors.New(moved))}
+		}
+	}
 	v, deferred := h.ask(ctx, raw)
 	return decision{v, deferred, true}
 }
@@ -258,8 +267,13 @@ func (h *hookServer) ask(ctx context.Context, raw []byte) (api.Verdict, bool) {
 // as the hook binary does: the report counts it, and the daemon puts it in
 // the audit when it can.
 func (h *hookServer) localDeny(raw []byte, cause error) api.Verdict {
-	h.r.log.Error("http hook: denied gate_unavailable", "err", cause)
-	v := api.Deny(api.ReasonGateUnavailable, api.SourceGate)
+	return h.denyWith(raw, api.Deny(api.ReasonGateUnavailable, api.SourceGate), cause)
+}
+
+// denyWith answers v, a deny run decides itself, and spools it for the
+// daemon's record.
+func (h *hookServer) denyWith(raw []byte, v api.Verdict, cause error) api.Verdict {
+	h.r.log.Error("http hook: denied "+v.ReasonCode, "err", cause)
 	ev := gjson.ParseBytes(raw)
 	line := api.SpoolLine{Time: time.Now().UTC(), Event: api.PreToolUse, ReasonCode: v.ReasonCode, Error: cause.Error(),
 		ToolUseID: ev.Get("tool_use_id").Str, ToolName: ev.Get("tool_name").Str, AgentID: ev.Get("agent_id").Str}
