@@ -4,6 +4,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -86,12 +87,7 @@ func (g *Guard) writable(p string) bool {
 		return true
 	}
 	in := func(p string) bool {
-		for _, w := range g.Writable {
-			if p == w || strings.HasPrefix(p, strings.TrimSuffix(w, "/")+"/") {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(g.Writable, func(w string) bool { return pathUnder(p, w) })
 	}
 	return in(p) && in(resolveLinks(p))
 }

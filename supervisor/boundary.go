@@ -59,12 +59,9 @@ func (r *runner) boundaryEnv(env []string) ([]string, error) {
 	}
 	kept := env[:0:0]
 	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		switch name {
-		case "CLAUDE_CODE_SHELL", "CLAUDE_CODE_SHELL_PREFIX", contain.BoundaryEnv, "TMPDIR", "CLAUDE_CODE_TMPDIR":
-			continue
+		if name, _, _ := strings.Cut(kv, "="); !slices.Contains(boundaryVars, name) {
+			kept = append(kept, kv)
 		}
-		kept = append(kept, kv)
 	}
 	return append(kept, "CLAUDE_CODE_SHELL="+contain.ShellPath(r.cfg.Hook), contain.BoundaryEnv+"="+enc,
 		"TMPDIR="+r.tmp, "CLAUDE_CODE_TMPDIR="+r.tmp), nil
