@@ -19,6 +19,14 @@ var Devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/d
 // path names bash or zsh.
 const ShellName = "toolgate-bash"
 
+// PreloadName is the boundary as an object the dynamic loader puts in a
+// bash (LD_PRELOAD), built from the same source as ShellName: it applies
+// the boundary in the bash Claude Code starts, with no second exec.
+const PreloadName = "toolgate-bash.so"
+
+// DefaultShell is the bash that runs the commands.
+const DefaultShell = "/bin/bash"
+
 // BoundaryEnv is the variable ShellName reads its boundary from.
 const BoundaryEnv = "TOOLGATE_BOUNDARY"
 
@@ -122,13 +130,63 @@ func GitDirs(project string) []string {
 // ShellPath is ShellName beside the hook binary.
 func ShellPath(hook string) string { return filepath.Join(filepath.Dir(hook), ShellName) }
 
+// Shell is how Claude Code's Bash commands enter the boundary.
+type Shell struct {
+	// Path is what Claude Code runs each command with (CLAUDE_CODE_SHELL).
+	Path string
+	// Preload, when set, is PreloadName, and Path a link to bash: the
+	// dynamic loader runs the boundary in the bash Claude Code starts at
+	// Path (and in no other process). When empty, Path is ShellName,
+	// which applies the boundary and then executes bash.
+	Preload string
+}
+
+// SessionShell is the shell of a session toolgate starts: bash at a link
+// of its own in dir (a directory only toolgate writes), with PreloadName
+// when it is beside the hook; ShellName otherwise.
+func SessionShell(hook, dir string) (Shell, error) {
+	preload := filepath.Join(filepath.Dir(hook), PreloadName)
+	if _, err := os.Stat(preload); err != nil {
+		return Shell{Path: ShellPath(hook)}, nil
+	}
+	link := filepath.Join(dir, "bash") // Claude Code takes a shell whose path names bash
+	if err := os.Symlink(DefaultShell, link); err != nil {
+		return Shell{}, err
+	}
+	return Shell{Path: link, Preload: preload}, nil
+}
+
+// Env is env with what makes Claude Code run each Bash command in the
+// boundary enc: the shell, the boundary, and the preload ahead of one env
+// already names.
+func (s Shell) Env(env []string, enc string) []string {
+	out := env[:0:0]
+	preload := s.Preload
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		switch {
+		case name == "LD_PRELOAD" && s.Preload != "":
+			if value != "" {
+				preload += ":" + value
+			}
+		case name != "CLAUDE_CODE_SHELL" && name != BoundaryEnv:
+			out = append(out, kv)
+		}
+	}
+	out = append(out, "CLAUDE_CODE_SHELL="+s.Path, BoundaryEnv+"="+enc)
+	if preload != "" {
+		out = append(out, "LD_PRELOAD="+preload)
+	}
+	return out
+}
+
 // ErrNoShell is a toolgate-bash that is missing or was built without cgo.
-var ErrNoShell = errors.New(ShellName + " is missing or cannot run (it is built with cgo: CGO_ENABLED=1 go build -o bin/ ./cmd/toolgate-bash)")
+var ErrNoShell = errors.New(ShellName + " is missing or cannot run (it is built with cgo: scripts/build)")
 
 // Probe runs one command in the boundary and reports why it cannot be
 // applied on this machine: a session never claims a boundary that its
 // first command would find missing.
-func Probe(shell string, b Boundary) error {
+func Probe(shell Shell, b Boundary) error {
 	enc, err := b.Encode()
 	if err != nil {
 		return err
@@ -152,26 +210,40 @@ func devicesEncoded() string {
 	return s.String()
 }
 
-// ProbeInstalled tries InstalledBoundary once, in a throwaway project.
+// ProbeInstalled tries InstalledBoundary once, in a throwaway project,
+// with ShellName at shell.
 func ProbeInstalled(shell string) error {
 	dir, err := os.MkdirTemp("", "toolgate-probe-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	return probe(shell, InstalledBoundary, dir)
+	return probe(Shell{Path: shell}, InstalledBoundary, dir)
 }
 
-func probe(shell, enc, dir string) error {
-	if _, err := os.Stat(shell); err != nil {
-		return ErrNoShell
+// applied is the probe's command: it succeeds only inside the system-call
+// filter, the boundary's last step (a preload the dynamic loader passed
+// over would leave bash without one).
+const applied = `while read -r k v; do [ "$k" = Seccomp: ] && [ "$v" = 2 ] && exit 0; done </proc/self/status; exit 3`
+
+func probe(shell Shell, enc, dir string) error {
+	for _, p := range []string{shell.Path, shell.Preload} {
+		if _, err := os.Stat(p); p != "" && err != nil {
+			if p == shell.Path && shell.Preload == "" {
+				return ErrNoShell
+			}
+			return err
+		}
 	}
-	cmd := exec.Command(shell, "-c", "exit 0")
+	cmd := exec.Command(shell.Path, "-c", applied)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), BoundaryEnv+"="+enc)
+	cmd.Env = shell.Env(os.Environ(), enc)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		why := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), ShellName+": the command did not run: "))
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 3 {
+			why = strings.TrimSpace("bash ran outside the boundary: " + why)
+		}
 		if why == "" {
 			why = err.Error()
 		}

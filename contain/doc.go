@@ -11,11 +11,13 @@
 //   - A user and mount namespace for claude and all it starts
 //     (toolgate-bash --enter): in the project, .git pinned in place, git's
 //     config and hooks, .claude and .mcp.json read-only.
-//   - The Bash boundary around every command (toolgate-bash as Claude
-//     Code's shell): writes only in the Boundary's trees (Landlock), no
-//     Unix socket and no io_uring (seccomp), no capability; with NoNetwork
-//     no socket at all. Its description travels in TOOLGATE_BOUNDARY, and
-//     Probe tries it once before a session claims it.
+//   - The Bash boundary around every command (toolgate-bash.so, run by
+//     the dynamic loader in the bash Claude Code starts as its shell; or
+//     toolgate-bash, which then executes bash): writes only in the
+//     Boundary's trees (Landlock), no Unix socket and no io_uring
+//     (seccomp), no capability; with NoNetwork no socket at all. Its
+//     description travels in TOOLGATE_BOUNDARY, and Probe tries it once,
+//     as the Shell will run, before a session claims it.
 //
 // Installed sessions, which the user starts, get the Bash boundary per
 // command through their settings file's env block (InstalledBoundary), or

@@ -76,10 +76,10 @@ const Unprotected = "the model's commands can write every file you can (shell rc
 	"reach toolgate's sockets, the desktop bus and tmux"
 
 // ForRun decides the containment of a toolgate run session from the asked
-// mode and what this machine offers: shell is toolgate-bash, b the boundary
-// the session's commands would run in, which is tried once here. An error
-// means the mode asks for what this machine cannot give.
-func ForRun(mode, shell string, b Boundary) (Level, error) {
+// mode and what this machine offers: shell is how the session's commands
+// would enter b, their boundary, which is tried once here. An error means
+// the mode asks for what this machine cannot give.
+func ForRun(mode string, shell Shell, b Boundary) (Level, error) {
 	abi := LandlockABI()
 	noLandlock := fmt.Sprintf("this kernel offers Landlock ABI %d; scoping signals needs ABI %d (Linux 6.12)", abi, landlockScopedABI)
 	domain := fmt.Sprintf("Landlock ABI %d: signals and abstract sockets scoped to the session, no_new_privs", abi)

@@ -214,13 +214,15 @@ func allocated(info fs.FileInfo) int64 {
 
 // checkContainment says what boundary sessions get on this machine:
 // toolgate run's Landlock domain and the Bash boundary (tried once in a
-// throwaway project, with the toolgate-bash sessions would use), and the
+// throwaway project, with the shell sessions would use), and the
 // Bash sandbox of Claude Code that toolgate install configures.
 func checkContainment(shell string) Check {
 	c := Check{Name: "containment", Status: OK}
 	var run contain.Level
 	if dir, err := os.MkdirTemp("", "toolgate-doctor-"); err == nil {
-		run, _ = contain.ForRun(contain.Auto, shell, contain.Boundary{Writable: append([]string{dir}, contain.Devices...), Projects: []string{dir}})
+		if sh, err := contain.SessionShell(shell, dir); err == nil {
+			run, _ = contain.ForRun(contain.Auto, sh, contain.Boundary{Writable: append([]string{dir}, contain.Devices...), Projects: []string{dir}})
+		}
 		os.RemoveAll(dir)
 	}
 	installed, _ := contain.ForInstall(contain.InstallAuto, shell)

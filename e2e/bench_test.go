@@ -41,15 +41,17 @@ import (
 // Code's sandbox (bare_sandbox), whose turns against bare's are what one
 // Bash command pays in each; and
 // claude under toolgate run with an allow-all policy, where every call is
-// hooked, recorded durably and decided: by default (http hooks, Landlock),
-// with the command hook, uncontained, and strict. With
+// hooked, recorded durably and decided: by default (http hooks, Landlock,
+// the Bash boundary), with Landlock alone (what the boundary adds is the
+// difference), with the command hook, uncontained, and strict. With
 // TOOLGATE_BENCH_BASELINE naming another build's toolgate (its
 // toolgate-hook beside it), that build's run is timed too, in the same
 // rounds. The daemon runs before each timed run, as it does between the
 // runs of a machine; its start is timed apart (cold).
 //
 // Each iteration is one round. The variants the goal compares (bare, the
-// floors, toolgate run, the baseline) run in every round; the others
+// floors, toolgate run with and without the boundary, the baseline) run in
+// every round; the others
 // (command, uncontained, strict, cold) in every third, from the first, so
 // that more rounds of the goal's cost little more time. A time is the
 // median of its rounds, a ratio the median of the rounds' ratios; -v logs
@@ -94,6 +96,7 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 		{name: "bare", every: 1}, {name: "floor", every: 1}, {name: "floor_mcp", every: 1}, {name: "floor_durable", every: 1},
 		{name: "bare_boundary", every: 1}, {name: "bare_sandbox", every: 3},
 		{name: "toolgate", bin: toolgateBin, every: 1},
+		{name: "landlock", bin: toolgateBin, args: []string{"--containment", contain.Landlock}, every: 1},
 		{name: "command", bin: toolgateBin, args: []string{"--hook-transport", supervisor.HookCommand}, every: 3},
 		{name: "uncontained", bin: toolgateBin, args: []string{"--containment", contain.Off}, every: 3},
 		{name: "strict", bin: toolgateBin, args: []string{"--containment", contain.Strict}, every: 3},
@@ -216,6 +219,7 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 		}
 	}
 	ratio("toolgate", "floor_mcp", "toolgate_x_floor_mcp")
+	ratio("toolgate", "landlock", "toolgate_x_landlock")
 	ratio("toolgate", "floor_durable", "toolgate_x_floor_durable")
 	// Where run's time goes: what it adds to a turn, to the session's
 	// start and to its end, against the floor with the MCP server (which
@@ -233,7 +237,7 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 			b.ReportMetric(ds[len(ds)/2], metric)
 		}
 	}
-	for _, name := range []string{"toolgate", "baseline"} {
+	for _, name := range []string{"toolgate", "landlock", "baseline"} {
 		added(name, "floor_mcp", name+"_turn_ms", func(p phase) time.Duration { return p.turn })
 		added(name, "floor_mcp", name+"_first_ms", func(p phase) time.Duration { return p.first })
 		added(name, "floor_mcp", name+"_last_ms", func(p phase) time.Duration { return p.last })
@@ -246,7 +250,8 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 
 // bareInBoundary is bare claude -p in toolgate's boundary as toolgate run
 // applies it: claude in the session's namespace (toolgate-bash --enter),
-// each Bash command through toolgate-bash, and nothing else of toolgate.
+// each Bash command in bash at a link with toolgate-bash.so, and nothing
+// else of toolgate.
 func bareInBoundary(b *testing.B, w *world) *exec.Cmd {
 	tmp := filepath.Join(w.root, "tmp")
 	os.MkdirAll(filepath.Join(w.project, ".claude"), 0o755)
@@ -261,9 +266,12 @@ func bareInBoundary(b *testing.B, w *world) *exec.Cmd {
 	if err != nil {
 		b.Fatal(err)
 	}
-	shell := contain.ShellPath(hookBin)
-	cmd := exec.Command(shell, contain.EnterFlag, enter, claude, "-p", "--output-format", "json", "--allowedTools", "Bash", "--", "go")
-	cmd.Env = []string{"CLAUDE_CODE_SHELL=" + shell, contain.BoundaryEnv + "=" + each, "TMPDIR=" + tmp, "CLAUDE_CODE_TMPDIR=" + tmp}
+	shell, err := contain.SessionShell(hookBin, b.TempDir())
+	if err != nil || shell.Preload == "" {
+		b.Fatalf("no %s beside %s: %v", contain.PreloadName, hookBin, err)
+	}
+	cmd := exec.Command(contain.ShellPath(hookBin), contain.EnterFlag, enter, claude, "-p", "--output-format", "json", "--allowedTools", "Bash", "--", "go")
+	cmd.Env = shell.Env([]string{"TMPDIR=" + tmp, "CLAUDE_CODE_TMPDIR=" + tmp}, each)
 	return cmd
 }
 

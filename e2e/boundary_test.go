@@ -99,10 +99,12 @@ func absent(t *testing.T, path, what string) {
 // programs' output options (git --output, sort -o, find -exec) and through
 // a link in the project to $HOME, Claude Code's shell snapshot (sourced
 // before every later command), the policy file kept in the project,
-// Claude Code's project settings and MCP servers, the session's hook and
-// shell binaries, and .git moved aside and made again. Each is seen
-// failing on the file system, not in a message; writes in the project and
-// in the session's $TMPDIR still work.
+// Claude Code's project settings and MCP servers, the session's hook,
+// shell and preload (and the link to bash Claude Code runs, and run's
+// settings beside it), a shell started without the preload, and .git
+// moved aside and made again. Each is seen failing on the file system,
+// not in a message; writes in the project and in the session's $TMPDIR
+// still work.
 func TestBashCommandsWriteOnlyWhereTheProjectsWorkBelongs(t *testing.T) {
 	t.Parallel()
 	forContainments(t, func(t *testing.T, w *world, flags []string) {
@@ -119,13 +121,14 @@ func TestBashCommandsWriteOnlyWhereTheProjectsWorkBelongs(t *testing.T) {
 		bin := filepath.Join(w.root, "bin")
 		hook := copyBinary(t, hookBin, filepath.Join(bin, "toolgate-hook"))
 		shell := copyBinary(t, contain.ShellPath(hookBin), filepath.Join(bin, contain.ShellName))
+		preload := copyBinary(t, filepath.Join(filepath.Dir(hookBin), contain.PreloadName), filepath.Join(bin, contain.PreloadName))
 		// What the guard would refuse on a command line, from a script:
 		// the code of an allowed program (a Makefile, a test) is not on it.
 		w.writeFile("settings.sh", `echo '{"version": 1, "default": "allow", "rules": []}' > toolgate-policy.json
 echo '{"hooks": {}}' > .claude/settings.local.json
 echo '{"mcpServers": {"x": {"command": "sh", "args": ["-c", "touch mcp-ran"]}}}' > .mcp.json
 `)
-		w.writeFile("replace.sh", "for f in "+hook+" "+shell+"; do printf '#!/bin/sh\\nexec bash \"$@\"\\n' > $f; done\n")
+		w.writeFile("replace.sh", "for f in "+hook+" "+shell+" "+preload+"; do printf '#!/bin/sh\\nexec bash \"$@\"\\n' > $f; done\n")
 		calls := []string{
 			`git config core.fsmonitor "touch $PWD/fsmonitor-ran"`,
 			`git status --short`,
@@ -142,6 +145,9 @@ echo '{"mcpServers": {"x": {"command": "sh", "args": ["-c", "touch mcp-ran"]}}}'
 			`find . -maxdepth 0 -exec sh -c 'echo pwned >> "$HOME/.bashrc"' \;`,
 			`echo work > work.txt && echo "tmp" > "$TMPDIR/scratch" && cat "$TMPDIR/scratch"`,
 			`ls "$HOME/.claude/shell-snapshots"`,
+			`ln -sfn /bin/sh "$CLAUDE_CODE_SHELL"; echo 'echo pwned >> "$HOME/.bashrc"' > "$(dirname "$CLAUDE_CODE_SHELL")/settings.json"`,
+			`env -u LD_PRELOAD -u TOOLGATE_BOUNDARY bash -c 'echo pwned >> "$HOME/.bashrc"'`,
+			`echo "[$LD_PRELOAD]"; grep -q toolgate-bash.so /proc/$$/maps && echo entered-by-preload; echo > after-the-attempts`,
 		}
 		var script []modelscript.Step
 		for i, c := range calls {
@@ -166,7 +172,7 @@ echo '{"mcpServers": {"x": {"command": "sh", "args": ["-c", "touch mcp-ran"]}}}'
 			t.Errorf("run did not say it moved the session's .mcp.json aside: %s", r.stderr)
 		}
 		absent(t, filepath.Join(w.project, ".git-aside"), ".git was moved aside")
-		for copy, of := range map[string]string{hook: hookBin, shell: contain.ShellPath(hookBin)} {
+		for copy, of := range map[string]string{hook: hookBin, shell: contain.ShellPath(hookBin), preload: filepath.Join(filepath.Dir(hookBin), contain.PreloadName)} {
 			if a, b := fileSum(t, copy), fileSum(t, of); a != b {
 				t.Errorf("%s was replaced", copy)
 			}
@@ -176,6 +182,14 @@ echo '{"mcpServers": {"x": {"command": "sh", "args": ["-c", "touch mcp-ran"]}}}'
 		}
 		if !strings.Contains(r.saw(t, "toolu_bw_n").Text, "tmp") {
 			t.Errorf("a write in the session's temp dir failed: %s", r.saw(t, "toolu_bw_n").Text)
+		}
+		// The session went on with every command in the boundary,
+		// entered through the preload (which what they run does not see).
+		if out := r.saw(t, "toolu_bw_r").Text; !strings.Contains(out, "[]") || !strings.Contains(out, "entered-by-preload") {
+			t.Errorf("after the attempts on the shell: %s", out)
+		}
+		if _, err := os.Stat(filepath.Join(w.project, "after-the-attempts")); err != nil {
+			t.Errorf("the last command did not run: %v", err)
 		}
 		if out := r.saw(t, "toolu_bw_o").Text; !strings.Contains(out, "snapshot-bash-") {
 			t.Errorf("Claude Code made no shell snapshot (every command then starts a login shell): %s", out)

@@ -23,7 +23,8 @@ func boundary(cfg RunConfig, tmp string) contain.Boundary {
 	writable := append(append([]string{cfg.Cwd, tmp}, contain.Devices...), cfg.Writable...)
 	readOnly := contain.GitDirs(cfg.Cwd)
 	guard := policy.NewGuard(policy.GuardPaths{Gate: cfg.Paths, ConfigDir: cfg.ConfigDir, Exe: cfg.Self,
-		ClaudeDir: claudeDir(cfg), Project: cfg.Cwd, Extra: []string{cfg.PolicyPath, cfg.Hook, contain.ShellPath(cfg.Hook)}})
+		ClaudeDir: claudeDir(cfg), Project: cfg.Cwd, Extra: []string{cfg.PolicyPath, cfg.Hook, contain.ShellPath(cfg.Hook),
+			filepath.Join(filepath.Dir(cfg.Hook), contain.PreloadName)}})
 	for _, p := range guard.Protected {
 		if p, err := filepath.Abs(p); err == nil && within(p, writable) {
 			readOnly = append(readOnly, p)
@@ -49,9 +50,8 @@ func within(path string, roots []string) bool {
 }
 
 // boundaryEnv is claude's environment with the boundary for every Bash
-// command: Claude Code runs each through toolgate-bash, which reads it
-// from TOOLGATE_BOUNDARY; a shell prefix would run outside it, so none is
-// passed on.
+// command: the shell Claude Code runs each with, and what it reads the
+// boundary from. A shell prefix would run outside it, so none is passed on.
 func (r *runner) boundaryEnv(env []string) ([]string, error) {
 	enc, err := r.level.Boundary.PerCommand().Encode()
 	if err != nil {
@@ -63,13 +63,18 @@ func (r *runner) boundaryEnv(env []string) ([]string, error) {
 			kept = append(kept, kv)
 		}
 	}
-	return append(kept, "CLAUDE_CODE_SHELL="+contain.ShellPath(r.cfg.Hook), contain.BoundaryEnv+"="+enc,
-		"TMPDIR="+r.tmp, "CLAUDE_CODE_TMPDIR="+r.tmp), nil
+	// What the person preloads stays, behind the boundary.
+	for _, kv := range r.cfg.Env {
+		if strings.HasPrefix(kv, "LD_PRELOAD=") {
+			kept = append(kept, kv)
+		}
+	}
+	return append(r.shell.Env(kept, enc), "TMPDIR="+r.tmp, "CLAUDE_CODE_TMPDIR="+r.tmp), nil
 }
 
 // boundaryVars are the variables of claude's environment that decide the
 // boundary: a settings layer's env block that sets one replaces it.
-var boundaryVars = []string{"CLAUDE_CODE_SHELL", "CLAUDE_CODE_SHELL_PREFIX", contain.BoundaryEnv, "TMPDIR", "CLAUDE_CODE_TMPDIR"}
+var boundaryVars = []string{"CLAUDE_CODE_SHELL", "CLAUDE_CODE_SHELL_PREFIX", contain.BoundaryEnv, "LD_PRELOAD", "TMPDIR", "CLAUDE_CODE_TMPDIR"}
 
 // madeLater is what would start code outside the boundary but did not
 // exist when the session started, so that no mount pinned it. A .mcp.json

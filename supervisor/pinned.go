@@ -7,13 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-
-	"github.com/toolgate/toolgate/contain"
 )
 
 // pinned is a file the session's claude runs or reads from run's setup:
-// the hook binary (command hooks), toolgate-bash (every Bash command), the
-// settings and MCP configuration run wrote. Claude Code reads a settings
+// the hook binary (command hooks), the shell and toolgate-bash.so (every
+// Bash command), the settings and MCP configuration run wrote. Claude Code reads a settings
 // file again when it changes, and starts a hook and a shell anew for each
 // call: one replaced mid-session answers in the gate's place, or runs
 // commands outside the boundary. run checks each before every verdict
@@ -83,7 +81,11 @@ func (r *runner) pinFiles() error {
 		paths = append(paths, r.cfg.Hook)
 	}
 	if r.level.Bounded() {
-		paths = append(paths, contain.ShellPath(r.cfg.Hook))
+		// The link to bash is pinned as what it leads to.
+		paths = append(paths, r.shell.Path)
+		if r.shell.Preload != "" {
+			paths = append(paths, r.shell.Preload)
+		}
 	}
 	for _, path := range paths {
 		p, err := pinFile(path)

@@ -106,7 +106,19 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 		return Report{}, &UnavailableError{err}
 	}
 	defer os.RemoveAll(tmp)
-	level, err := contain.ForRun(cfg.Containment, contain.ShellPath(cfg.Hook), boundary(cfg, tmp))
+	// What toolgate gives claude (its settings, the prompt tool's token,
+	// the link Bash commands run bash at) lives in a private directory the
+	// session's tools may not touch.
+	files, err := os.MkdirTemp("", "toolgate-run-")
+	if err != nil {
+		return Report{}, &UnavailableError{err}
+	}
+	defer os.RemoveAll(files)
+	shell, err := contain.SessionShell(cfg.Hook, files)
+	if err != nil {
+		return Report{}, &UnavailableError{err}
+	}
+	level, err := contain.ForRun(cfg.Containment, shell, boundary(cfg, tmp))
 	if err != nil {
 		return Report{}, &UnavailableError{err}
 	}
@@ -123,7 +135,7 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	r := &runner{cfg: cfg, log: log, level: level, tmp: tmp, policy: ReportPolicy{Path: policyPath, Version: pol.Version, SHA256: pol.SHA256}}
+	r := &runner{cfg: cfg, log: log, level: level, shell: shell, tmp: tmp, files: files, policy: ReportPolicy{Path: policyPath, Version: pol.Version, SHA256: pol.SHA256}}
 	r.gate = &trustedGate{start: daemon.StartConfig{Paths: cfg.Paths, Self: cfg.Self, IdleExit: 5 * time.Minute}, onLost: r.gateLost}
 	if r.client, err = r.gate.connect(ctx); err != nil {
 		return Report{}, &UnavailableError{err}
@@ -144,12 +156,6 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 		r.timeout = api.DefaultApprovalTimeout
 	}
 	r.promptTimeout = PromptToolTimeout(r.timeout, pol.LongestApprovalTimeout())
-	// What toolgate gives claude (its settings, the prompt tool's token)
-	// lives in a private directory the session's tools may not touch.
-	if r.files, err = os.MkdirTemp("", "toolgate-run-"); err != nil {
-		return Report{}, err
-	}
-	defer os.RemoveAll(r.files)
 	var sess api.Session
 	if cfg.Resume != nil {
 		// The session goes on under the policy it was recorded with; its
@@ -225,6 +231,7 @@ type runner struct {
 	policy  ReportPolicy // the policy that decides, for the report
 	log     *slog.Logger
 	level   contain.Level
+	shell   contain.Shell // how its Bash commands enter level.Boundary
 	gate    *trustedGate
 	client  *api.Client
 	session string

@@ -131,3 +131,26 @@ func TestSettingsLayersAtTheGitRoot(t *testing.T) {
 		}
 	}
 }
+
+// A settings layer's env block is claude's environment for every Bash
+// command: one that sets a variable the boundary is made of (the shell,
+// its preload, the boundary itself, the temp dir) would run the session's
+// commands outside it, so run refuses it. toolgate install's own layer
+// names toolgate-bash and its boundary, which run's layer overrides.
+func TestSettingsLayerThatMovesBashOutOfTheBoundary(t *testing.T) {
+	dir := t.TempDir()
+	hook := filepath.Join(dir, install.HookName)
+	for _, v := range []string{"CLAUDE_CODE_SHELL", "CLAUDE_CODE_SHELL_PREFIX", "TOOLGATE_BOUNDARY", "LD_PRELOAD", "TMPDIR", "CLAUDE_CODE_TMPDIR"} {
+		path := filepath.Join(dir, "settings-"+v+".json")
+		os.WriteFile(path, []byte(`{"env": {"`+v+`": "/bin/bash"}}`), 0o600)
+		err := checkSettings([]string{path}, nil, false, hook, dir)
+		if err == nil || !strings.Contains(err.Error(), "sets "+v) {
+			t.Errorf("a layer that sets %s: %v", v, err)
+		}
+	}
+	installed := filepath.Join(dir, "installed.json")
+	os.WriteFile(installed, []byte(`{"env": {"CLAUDE_CODE_SHELL": "/opt/toolgate/toolgate-bash", "TOOLGATE_BOUNDARY": "w @project\n"}}`), 0o600)
+	if err := checkSettings([]string{installed}, nil, false, hook, dir); err != nil {
+		t.Errorf("toolgate install's env block: %v", err)
+	}
+}

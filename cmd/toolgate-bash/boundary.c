@@ -1,16 +1,30 @@
 // The boundary every Bash command of a gated session runs in. It is C, run
-// as a constructor before the Go runtime starts, for two reasons: a process
-// can enter a new user namespace only while it has one thread (the Go
-// runtime starts several before main), and it is on the path of every Bash
-// command (a Go program's start costs about 5 ms here; this costs about 1).
+// as a constructor before the program it is part of starts, for two
+// reasons: a process can enter a new user namespace only while it has one
+// thread (the Go runtime starts several before main), and it is on the
+// path of every Bash command.
 //
-// Claude Code runs "toolgate-bash -c COMMAND" (CLAUDE_CODE_SHELL). This
-// reads the boundary from TOOLGATE_BOUNDARY, which toolgate writes, applies
-// it to this process, and executes bash with the same arguments. When any
-// step fails it records why and returns: the Go main then reports it and
-// exits 126, and the command never runs outside the boundary.
+// It is built two ways from this one file:
 //
-// TOOLGATE_BOUNDARY holds one entry a line:
+//   - toolgate-bash.so (-DTOOLGATE_PRELOAD), for toolgate run: Claude Code
+//     runs CLAUDE_CODE_SHELL, a link to bash, with LD_PRELOAD naming this
+//     object, so the dynamic loader runs the constructor inside that bash
+//     before its main. In the process Claude Code started as its shell
+//     (executed as CLAUDE_CODE_SHELL, or named so in argv[0]) it applies
+//     the boundary, takes itself out of LD_PRELOAD for what the command
+//     runs, and returns: bash runs the command, with no second exec. In
+//     every other process it does nothing. When it cannot apply the
+//     boundary it says why and exits 126.
+//   - toolgate-bash, a static program: "toolgate-bash -c COMMAND" applies
+//     the boundary and executes bash with the same arguments, for
+//     installed sessions, whose settings file names it (from PATH, when
+//     the file is shared); "toolgate-bash --enter" makes a session's
+//     namespace for claude. When a step fails it records why and returns:
+//     the Go main then reports it and exits 126, and the command never
+//     runs outside the boundary.
+//
+// The boundary is in TOOLGATE_BOUNDARY, which toolgate writes, one entry a
+// line:
 //
 //	w PATH   writes allowed beneath PATH (Landlock); nothing else is writable
 //	p PATH   a project root: its .git (pinned), .git/config, .git/hooks,
@@ -21,13 +35,14 @@
 //	         "-c -l" start (it writes the shell snapshot every later
 //	         command sources): the model's commands cannot write it
 //	n        no network: every socket(2) is refused
-//	x PATH   the shell to execute (default /bin/bash)
+//	x PATH   the shell toolgate-bash executes (default /bin/bash)
 //
 // p, r and h need a user and mount namespace; w a Landlock ABI of 3 or
 // more. Unix sockets are refused always (seccomp), so a command cannot talk
 // to the gate, an approver, the desktop bus or a tmux server.
 
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
@@ -40,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -101,11 +117,33 @@ struct ll_path_beneath_attr {
 // was, and exec failed: then errno says why). The Go main reads it.
 char toolgate_bash_error[1024];
 
+// environment is the environment this process started with. The
+// constructor reads and changes it directly: in bash, getenv, setenv and
+// unsetenv are bash's own, which act on shell variables that do not exist
+// yet when this runs.
+static char **environment;
+
+// env_slot is the entry of the environment that sets name, or NULL.
+static char **env_slot(const char *name)
+{
+	size_t n = strlen(name);
+	for (char **e = environment; e && *e; e++)
+		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+			return e;
+	return NULL;
+}
+
+static char *env_get(const char *name)
+{
+	char **e = env_slot(name);
+	return e ? *e + strlen(name) + 1 : NULL;
+}
+
 static int fail(const char *what, const char *path)
 {
 	int e = errno;
 	if (path)
-		snprintf(toolgate_bash_error, sizeof toolgate_bash_error, "%s %s: %s", what, path, e ? strerror(e) : "refused");
+		snprintf(toolgate_bash_error, sizeof toolgate_bash_error, "%.200s %.700s: %s", what, path, e ? strerror(e) : "refused");
 	else
 		snprintf(toolgate_bash_error, sizeof toolgate_bash_error, "%s: %s", what, e ? strerror(e) : "refused");
 	return -1;
@@ -424,7 +462,7 @@ static char *placeholder(char *arg)
 		return project();
 	if (strcmp(arg, "@snapshots") == 0) {
 		static char dir[4096];
-		char *config = getenv("CLAUDE_CONFIG_DIR"), *home = getenv("HOME");
+		char *config = env_get("CLAUDE_CONFIG_DIR"), *home = env_get("HOME");
 		if (config && config[0] == '/')
 			snprintf(dir, sizeof dir, "%s/shell-snapshots", config);
 		else if (home && home[0] == '/')
@@ -434,7 +472,7 @@ static char *placeholder(char *arg)
 		return dir;
 	}
 	if (strcmp(arg, "@tmp") == 0) {
-		char *tmp = getenv("TMPDIR");
+		char *tmp = env_get("TMPDIR");
 		return tmp && tmp[0] == '/' ? tmp : "/tmp";
 	}
 	return NULL;
@@ -491,6 +529,87 @@ static int namespaced(const struct boundary *b)
 	return 0;
 }
 
+// bound applies the whole boundary in TOOLGATE_BOUNDARY to this process,
+// which is about to run the shell with argv, and returns 0; or records why
+// it could not and returns -1.
+static int bound(char **argv, struct boundary *b)
+{
+	char *config = env_get(BOUNDARY_ENV);
+	if (!config || !*config) {
+		snprintf(toolgate_bash_error, sizeof toolgate_bash_error,
+			 "%s is not set: toolgate-bash runs commands only inside the boundary toolgate describes there",
+			 BOUNDARY_ENV);
+		return -1;
+	}
+	// Claude Code makes its shell snapshot with "-c -l"; a command the
+	// model runs is already inside a boundary, which this cannot widen.
+	int login = argv[0] && argv[1] && argv[2] && strcmp(argv[1], "-c") == 0 && strcmp(argv[2], "-l") == 0;
+	if (parse(strdup(config), b, login) < 0 || namespaced(b) < 0 || no_capabilities() < 0)
+		return -1;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return fail("set no_new_privs", NULL);
+	if (landlock(b->writable, b->nw) < 0 || seccomp(b->no_network) < 0)
+		return -1;
+	return 0;
+}
+
+#ifdef TOOLGATE_PRELOAD
+
+// forget_preload takes this object out of LD_PRELOAD, in the environment
+// bash is about to read: what the command runs is inside the boundary
+// already, and needs no second one.
+static void forget_preload(void)
+{
+	Dl_info self;
+	char **slot = env_slot("LD_PRELOAD");
+	if (!slot || !dladdr((void *)forget_preload, &self) || !self.dli_fname)
+		return;
+	const char *list = *slot + strlen("LD_PRELOAD=");
+	size_t len = strlen(self.dli_fname);
+	char *kept = malloc(strlen(*slot) + 1), *w = kept;
+	if (!kept)
+		return;
+	w += sprintf(w, "LD_PRELOAD=");
+	char *first = w;
+	for (const char *p = list; *p;) {
+		size_t word = strcspn(p, " :");
+		if (word && !(word == len && strncmp(p, self.dli_fname, len) == 0)) {
+			if (w != first)
+				*w++ = ':';
+			memcpy(w, p, word);
+			w += word;
+		}
+		p += word;
+		p += strspn(p, " :");
+	}
+	*w = 0;
+	if (*first) {
+		*slot = kept;
+		return;
+	}
+	free(kept);
+	do // the last one: the entry goes
+		slot[0] = slot[1];
+	while (*slot++);
+}
+
+__attribute__((constructor)) static void toolgate_bash(int argc, char **argv, char **envp)
+{
+	environment = envp;
+	char *shell = env_get("CLAUDE_CODE_SHELL");
+	const char *executed = (const char *)getauxval(AT_EXECFN);
+	struct boundary b = {0};
+	if (!shell || !((argc > 0 && strcmp(argv[0], shell) == 0) || (executed && strcmp(executed, shell) == 0)))
+		return; // not the shell Claude Code started
+	forget_preload();
+	if (bound(argv, &b) == 0)
+		return;
+	fprintf(stderr, "toolgate-bash: the command did not run: %s (reason: boundary_failed)\n", toolgate_bash_error);
+	_exit(126);
+}
+
+#else
+
 // enter is "toolgate-bash --enter BOUNDARY [--ready FD] PROGRAM ARGS":
 // the session's namespace, made once for claude and everything it starts
 // (its own file tools included), then PROGRAM. It takes no w or n entries:
@@ -538,23 +657,7 @@ static void enter(char **argv, char **envp)
 static void shell(char **argv, char **envp)
 {
 	struct boundary b = {0};
-	char *config = getenv(BOUNDARY_ENV);
-	if (!config || !*config) {
-		snprintf(toolgate_bash_error, sizeof toolgate_bash_error,
-			 "%s is not set: toolgate-bash runs commands only inside the boundary toolgate describes there",
-			 BOUNDARY_ENV);
-		return;
-	}
-	// Claude Code makes its shell snapshot with "-c -l"; a command the
-	// model runs is already inside a boundary, which this cannot widen.
-	int login = argv[1] && argv[2] && strcmp(argv[1], "-c") == 0 && strcmp(argv[2], "-l") == 0;
-	if (parse(strdup(config), &b, login) < 0 || namespaced(&b) < 0 || no_capabilities() < 0)
-		return;
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
-		fail("set no_new_privs", NULL);
-		return;
-	}
-	if (landlock(b.writable, b.nw) < 0 || seccomp(b.no_network) < 0)
+	if (bound(argv, &b) < 0)
 		return;
 	argv[0] = (char *)b.shell;
 	execve(b.shell, argv, envp);
@@ -563,8 +666,11 @@ static void shell(char **argv, char **envp)
 
 __attribute__((constructor)) static void toolgate_bash(int argc, char **argv, char **envp)
 {
+	environment = envp;
 	if (argc > 1 && strcmp(argv[1], "--enter") == 0)
 		enter(argv, envp);
 	else
 		shell(argv, envp);
 }
+
+#endif

@@ -36,7 +36,7 @@ claude runs contained (--containment auto, the default): inside a Landlock
 domain, so that nothing the model runs, detached or not, can signal the daemon,
 this process or an approver, or approve a call (its processes carry
 no_new_privs, which the daemon refuses as approvers). And every Bash command
-runs in toolgate's boundary (toolgate-bash): it writes only in the project, the
+runs in toolgate's boundary (toolgate-bash.so): it writes only in the project, the
 session's own temp dir ($TMPDIR) and the trees you name with --writable (Go's
 and npm's caches, say); in the project, .git (pinned in place), git's config
 and hooks, .claude and .mcp.json are read-only, for claude's own file tools
