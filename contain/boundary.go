@@ -143,10 +143,13 @@ type Shell struct {
 
 // SessionShell is the shell of a session toolgate starts: bash at a link
 // of its own in dir (a directory only toolgate writes), with PreloadName
-// when it is beside the hook; ShellName otherwise.
+// when it is beside the hook; ShellName otherwise. ShellName makes the
+// session's namespace either way, so without it the boundary's probe
+// fails.
 func SessionShell(hook, dir string) (Shell, error) {
 	preload := filepath.Join(filepath.Dir(hook), PreloadName)
-	if _, err := os.Stat(preload); err != nil {
+	_, noPreload := os.Stat(preload)
+	if _, noShell := os.Stat(ShellPath(hook)); noShell != nil || noPreload != nil {
 		return Shell{Path: ShellPath(hook)}, nil
 	}
 	link := filepath.Join(dir, "bash") // Claude Code takes a shell whose path names bash
@@ -227,13 +230,11 @@ func ProbeInstalled(shell string) error {
 const applied = `while read -r k v; do [ "$k" = Seccomp: ] && [ "$v" = 2 ] && exit 0; done </proc/self/status; exit 3`
 
 func probe(shell Shell, enc, dir string) error {
-	for _, p := range []string{shell.Path, shell.Preload} {
-		if _, err := os.Stat(p); p != "" && err != nil {
-			if p == shell.Path && shell.Preload == "" {
-				return ErrNoShell
-			}
-			return err
+	if _, err := os.Stat(shell.Path); err != nil {
+		if shell.Preload == "" {
+			return ErrNoShell
 		}
+		return err
 	}
 	cmd := exec.Command(shell.Path, "-c", applied)
 	cmd.Dir = dir

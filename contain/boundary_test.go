@@ -1,6 +1,7 @@
 package contain
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -292,5 +293,37 @@ func BenchmarkBashBoundary(b *testing.B) {
 		m := med(times[v.name])
 		b.ReportMetric(m, v.name+"_ms")
 		b.ReportMetric(m-floor, v.name+"_added_ms")
+	}
+}
+
+// A session's shell is bash with the preload only when toolgate-bash,
+// which makes the session's namespace, is there too; without either, the
+// probe says toolgate-bash is missing, and no boundary is claimed.
+func TestSessionShellNeedsBothHalves(t *testing.T) {
+	for _, c := range []struct {
+		files   []string
+		preload bool
+	}{
+		{[]string{ShellName, PreloadName}, true},
+		{[]string{PreloadName}, false},
+		{[]string{ShellName}, false},
+	} {
+		bin := t.TempDir()
+		for _, f := range c.files {
+			from := shells[ShellName].Path
+			if f == PreloadName {
+				from = shells[PreloadName].Preload
+			}
+			data, _ := os.ReadFile(from)
+			os.WriteFile(filepath.Join(bin, f), data, 0o755)
+		}
+		sh, err := SessionShell(filepath.Join(bin, "toolgate-hook"), t.TempDir())
+		if err != nil || (sh.Preload != "") != c.preload {
+			t.Errorf("with %v: %+v, %v; want the preload %v", c.files, sh, err, c.preload)
+		}
+		err = Probe(sh, Boundary{Writable: []string{bin}})
+		if missing := !slices.Contains(c.files, ShellName); missing != errors.Is(err, ErrNoShell) {
+			t.Errorf("with %v: Probe: %v", c.files, err)
+		}
 	}
 }
