@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/toolgate/toolgate/claudecode"
 	"github.com/toolgate/toolgate/contain"
 	"github.com/toolgate/toolgate/policy"
 )
@@ -37,6 +38,18 @@ func boundary(cfg RunConfig, tmp string) contain.Boundary {
 	}
 	return contain.Boundary{Writable: writable, Snapshots: filepath.Join(claudeDir(cfg), "shell-snapshots"),
 		Projects: []string{cfg.Cwd}, ReadOnly: readOnly, NoNetwork: cfg.NoNetwork}
+}
+
+// sessionShell is how the session's Bash commands enter the boundary:
+// bash with toolgate-bash.so on the Claude Code release the end-to-end
+// suite pins, which it checks gives its shell the environment it was
+// given; on any other, toolgate-bash, which fails closed where
+// toolgate-bash.so would be passed over.
+func sessionShell(cfg RunConfig, files string) (contain.Shell, error) {
+	if version, known := claudecode.InstalledVersion(cfg.Claude); !known || version != claudecode.PinnedVersion {
+		return contain.Shell{Path: contain.ShellPath(cfg.Hook)}, nil
+	}
+	return contain.SessionShell(cfg.Hook, files)
 }
 
 // within reports whether path is one of roots or beneath one.

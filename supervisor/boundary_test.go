@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/contain"
 )
 
 // What the session's commands made that no mount could pin is moved
@@ -39,6 +42,34 @@ func TestMadeLaterMovesAsideWhatTheSessionMade(t *testing.T) {
 	for _, n := range notes {
 		if !strings.Contains(n, "moved to ") || !strings.Contains(n, ".made-by-ses_x-") {
 			t.Errorf("note: %s", n)
+		}
+	}
+}
+
+// Bash commands enter the boundary through toolgate-bash.so only on the
+// Claude Code release whose passing of its environment to its shell the
+// end-to-end suite checks; on another, or one run cannot tell, through
+// toolgate-bash, which fails closed where the preload would be passed
+// over.
+func TestSessionShellPreloadsOnlyOnThePinnedRelease(t *testing.T) {
+	bin := t.TempDir()
+	for _, f := range []string{contain.ShellName, contain.PreloadName, "toolgate-hook"} {
+		os.WriteFile(filepath.Join(bin, f), nil, 0o755)
+	}
+	for version, preload := range map[string]bool{claudecode.PinnedVersion: true, "2.1.999": false, claudecode.OldestTestedVersion: false, "": false} {
+		install := filepath.Join(t.TempDir(), "node_modules", "@anthropic-ai", "claude-code")
+		os.MkdirAll(filepath.Join(install, "bin"), 0o755)
+		claude := filepath.Join(install, "bin", "claude.exe")
+		os.WriteFile(claude, nil, 0o755)
+		if version != "" {
+			os.WriteFile(filepath.Join(install, "package.json"), []byte(`{"name": "@anthropic-ai/claude-code", "version": "`+version+`"}`), 0o644)
+		}
+		sh, err := sessionShell(RunConfig{Claude: claude, Hook: filepath.Join(bin, "toolgate-hook")}, t.TempDir())
+		if err != nil || (sh.Preload != "") != preload {
+			t.Errorf("Claude Code %q: %+v, %v; want the preload %v", version, sh, err, preload)
+		}
+		if !preload && sh.Path != filepath.Join(bin, contain.ShellName) {
+			t.Errorf("Claude Code %q: the shell is %s, not toolgate-bash", version, sh.Path)
 		}
 	}
 }

@@ -114,7 +114,7 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 		return Report{}, &UnavailableError{err}
 	}
 	defer os.RemoveAll(files)
-	shell, err := contain.SessionShell(cfg.Hook, files)
+	shell, err := sessionShell(cfg, files)
 	if err != nil {
 		return Report{}, &UnavailableError{err}
 	}
