@@ -19,7 +19,8 @@ type MCPServer struct {
 	Headers map[string]string `json:"headers"`
 }
 
-// skippedServers are names Claude Code ignores (CONTRACT.md §7).
+// skippedServers are names Claude Code ignores in an MCP configuration (as
+// observed on the pinned release).
 var skippedServers = []string{"workspace", "claude_ai", "claude-in-chrome", "computer-use", "hearthbot", "__proto__"}
 
 // MCPServers reads the servers a claude session will start: every

@@ -151,8 +151,9 @@ func TestApprovalExpires(t *testing.T) {
 
 // 4: an ask held longer than the CLI's idle watchdog still completes,
 // thanks to the progress notifications the prompt tool sends. The CLI
-// checks its idle limit every 30 s (CONTRACT.md §2), so with the limit at
-// 3 s the wait must pass 33 s to be able to fail: it waits 36 s.
+// checks its idle limit every 30 s (observed on the pinned release), so
+// with the limit at 3 s the wait must pass 33 s to be able to fail: it
+// waits 36 s.
 func TestLongWaitSurvivesTheIdleWatchdog(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)

@@ -86,7 +86,7 @@ type errReader struct{}
 
 func (errReader) Read([]byte) (int, error) { return 0, errors.New("broken pipe") }
 
-// TestDependencies keeps the hook binary lean (STYLE.md 6): it must not
+// TestDependencies keeps the hook binary lean: it must not
 // link the ledger's store, mcp-go, a JSON Schema compiler or the policy
 // engine, whose initialisation alone costs milliseconds per tool call.
 func TestDependencies(t *testing.T) {

@@ -101,7 +101,8 @@ const HookDeadline = 10 * time.Second
 
 // hookServer is toolgate run's http hook endpoint. Claude Code lets a call
 // through whenever an http hook fails (a refused connection, an HTTP error,
-// a body it cannot read, no answer before the hook's timeout: CONTRACT.md),
+// a body it cannot read, no answer before the hook's timeout, as observed on
+// the pinned release),
 // so the endpoint answers every request with 200 and a JSON verdict, and
 // nothing else: the daemon's verdict, or a deny gate_unavailable when the
 // daemon cannot be reached or is not the one run trusts, when anything
