@@ -17,7 +17,8 @@ bench:
 fuzz pkg target time="1m":
     go test {{pkg}} -run '^$' -fuzz '^{{target}}$' -fuzztime {{time}}
 
-# build the three programs into ./bin, statically (a dynamically linked hook
-# costs about 1 ms more on every tool call)
+# build toolgate's programs and toolgate-bash.so into ./bin, the programs
+# statically (a dynamically linked hook costs about 1 ms more on every tool
+# call)
 build:
     scripts/build bin
