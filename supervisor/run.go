@@ -77,6 +77,26 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// Bash commands get a temp dir of the session's own: the system's is
+	// shared with everything else the user runs.
+	tmp, err := os.MkdirTemp("", "toolgate-tmp-")
+	if err != nil {
+		return Report{}, &UnavailableError{err}
+	}
+	defer os.RemoveAll(tmp)
+	// What toolgate gives claude (its settings, the prompt tool's token,
+	// the link Bash commands run bash at) lives in a private directory the
+	// session's tools may not touch.
+	files, err := os.MkdirTemp("", "toolgate-run-")
+	if err != nil {
+		return Report{}, &UnavailableError{err}
+	}
+	defer os.RemoveAll(files)
+	// Whether the Bash boundary holds here is learnt by trying it (a bash
+	// started in it): that runs while the policy and the settings are
+	// read, and ends before anything else starts.
+	contained := startContainment(cfg, files, tmp)
+	defer contained() // before the directories it uses go
 	doc, err := os.ReadFile(cfg.PolicyPath)
 	if err != nil {
 		return Report{}, fmt.Errorf("read policy: %w", err)
@@ -99,26 +119,10 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 			return Report{}, &ReportError{Path: cfg.ReportPath, Err: err}
 		}
 	}
-	// Bash commands get a temp dir of the session's own: the system's is
-	// shared with everything else the user runs.
-	tmp, err := os.MkdirTemp("", "toolgate-tmp-")
-	if err != nil {
-		return Report{}, &UnavailableError{err}
+	if cfg.HookTransport, err = hookTransport(cfg); err != nil {
+		return Report{}, err
 	}
-	defer os.RemoveAll(tmp)
-	// What toolgate gives claude (its settings, the prompt tool's token,
-	// the link Bash commands run bash at) lives in a private directory the
-	// session's tools may not touch.
-	files, err := os.MkdirTemp("", "toolgate-run-")
-	if err != nil {
-		return Report{}, &UnavailableError{err}
-	}
-	defer os.RemoveAll(files)
-	shell, err := sessionShell(cfg, files)
-	if err != nil {
-		return Report{}, &UnavailableError{err}
-	}
-	level, err := contain.ForRun(cfg.Containment, shell, boundary(cfg, tmp))
+	level, shell, err := contained()
 	if err != nil {
 		return Report{}, &UnavailableError{err}
 	}
@@ -127,9 +131,6 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 		fmt.Fprintf(cfg.Stderr, "toolgate: WARNING: claude runs uncontained: %s\n", level.Detail)
 	case !level.Bounded():
 		fmt.Fprintf(cfg.Stderr, "toolgate: WARNING: Bash commands run without toolgate's boundary: %s\n", level.Detail)
-	}
-	if cfg.HookTransport, err = hookTransport(cfg); err != nil {
-		return Report{}, err
 	}
 	policyPath, err := filepath.Abs(cfg.PolicyPath)
 	if err != nil {
@@ -177,6 +178,33 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	}
 	r.session = sess.ID
 	return r.run(ctx)
+}
+
+// startContainment finds, in the background, the containment the session
+// gets (contain.ForRun, which starts a bash to see the boundary hold) and
+// the shell its Bash commands enter it through, and returns what waits for
+// them.
+func startContainment(cfg RunConfig, files, tmp string) func() (contain.Level, contain.Shell, error) {
+	type found struct {
+		level contain.Level
+		shell contain.Shell
+		err   error
+	}
+	done := make(chan found, 1)
+	go func() {
+		shell, err := sessionShell(cfg, files)
+		if err != nil {
+			done <- found{err: err}
+			return
+		}
+		level, err := contain.ForRun(cfg.Containment, shell, boundary(cfg, tmp))
+		done <- found{level, shell, err}
+	}()
+	wait := sync.OnceValue(func() found { return <-done })
+	return func() (contain.Level, contain.Shell, error) {
+		f := wait()
+		return f.level, f.shell, f.err
+	}
 }
 
 // PolicyChangedError is a resume under a policy that is not the one the
