@@ -56,6 +56,11 @@ type Boundary struct {
 	ReadOnly []string
 	// Hidden are directories covered by an empty tmpfs.
 	Hidden []string
+	// Own are directories replaced by an empty one of the session's own
+	// (a tmpfs): what the session writes there stays in it, and what
+	// others keep there (the person's other sessions' shell snapshots) is
+	// out of its reach.
+	Own []string
 	// NoNetwork refuses every socket.
 	NoNetwork bool
 	// Shell is what runs the command, /bin/bash when empty.
@@ -68,7 +73,7 @@ func (b Boundary) Encode() (string, error) {
 	for _, list := range []struct {
 		op    byte
 		paths []string
-	}{{'w', b.Writable}, {'l', nonEmpty(b.Snapshots)}, {'p', b.Projects}, {'r', b.ReadOnly}, {'h', b.Hidden}, {'x', nonEmpty(b.Shell)}} {
+	}{{'w', b.Writable}, {'l', nonEmpty(b.Snapshots)}, {'p', b.Projects}, {'r', b.ReadOnly}, {'h', b.Hidden}, {'s', b.Own}, {'x', nonEmpty(b.Shell)}} {
 		for _, p := range list.paths {
 			if !filepath.IsAbs(p) || strings.ContainsAny(p, "\n\x00") {
 				return "", fmt.Errorf("the boundary takes absolute paths without a newline, not %q", p)
@@ -85,7 +90,7 @@ func (b Boundary) Encode() (string, error) {
 // Namespaced is the part of the boundary that needs a user and mount
 // namespace, for EnterFlag.
 func (b Boundary) Namespaced() Boundary {
-	return Boundary{Projects: b.Projects, ReadOnly: b.ReadOnly, Hidden: b.Hidden}
+	return Boundary{Projects: b.Projects, ReadOnly: b.ReadOnly, Hidden: b.Hidden, Own: b.Own}
 }
 
 // PerCommand is the part that each command enters on its own, once the
@@ -142,21 +147,35 @@ type Shell struct {
 }
 
 // SessionShell is the shell of a session toolgate starts: bash at a link
-// of its own in dir (a directory only toolgate writes), with PreloadName
-// when it is beside the hook; ShellName otherwise. ShellName makes the
-// session's namespace either way, so without it the boundary's probe
-// fails.
+// of its own in dir (a directory only toolgate writes), with a copy of
+// PreloadName, when it is beside the hook, in dir too; ShellName
+// otherwise. ShellName makes the session's namespace either way, so
+// without it the boundary's probe fails.
+//
+// The dynamic loader passes over a preload it cannot open and runs bash
+// without it. With both in dir, and dir read-only in the session's
+// namespace (its mode cannot change there), whatever keeps the loader
+// from the copy (a directory above made unsearchable) keeps bash from
+// starting too.
 func SessionShell(hook, dir string) (Shell, error) {
 	preload := filepath.Join(filepath.Dir(hook), PreloadName)
 	_, noPreload := os.Stat(preload)
 	if _, noShell := os.Stat(ShellPath(hook)); noShell != nil || noPreload != nil {
 		return Shell{Path: ShellPath(hook)}, nil
 	}
+	data, err := os.ReadFile(preload)
+	if err != nil {
+		return Shell{}, err
+	}
+	copied := filepath.Join(dir, PreloadName)
+	if err := os.WriteFile(copied, data, 0o500); err != nil {
+		return Shell{}, err
+	}
 	link := filepath.Join(dir, "bash") // Claude Code takes a shell whose path names bash
 	if err := os.Symlink(DefaultShell, link); err != nil {
 		return Shell{}, err
 	}
-	return Shell{Path: link, Preload: preload}, nil
+	return Shell{Path: link, Preload: copied}, nil
 }
 
 // Env is env with what makes Claude Code run each Bash command in the

@@ -216,6 +216,35 @@ func TestPreloadBoundsTheSessionsShellOnly(t *testing.T) {
 	}
 }
 
+// A directory of the session's own is empty inside, whatever is kept
+// there outside; the snapshot-making "-c -l" writes in it, and what it
+// writes stays inside.
+func TestOwnDirectoryKeepsTheSessionsWritesInside(t *testing.T) {
+	forShells(t, func(t *testing.T, sh Shell) {
+		project, snapshots := t.TempDir(), t.TempDir()
+		theirs := filepath.Join(snapshots, "snapshot-bash-theirs.sh")
+		if err := os.WriteFile(theirs, []byte("# theirs\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		enc, err := Boundary{Writable: append([]string{project}, Devices...), Projects: []string{project}, Snapshots: snapshots, Own: []string{snapshots}}.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		script := `ls -A ` + snapshots + `; echo '# ours' > ` + snapshots + `/snapshot-bash-ours.sh && echo made; echo '# ours' >> ` + theirs + `; cat ` + snapshots + `/*`
+		cmd := exec.Command(sh.Path, "-c", "-l", script)
+		cmd.Dir = project
+		cmd.Env = sh.Env(append(os.Environ(), "HOME="+t.TempDir()), enc) // a login shell reads HOME's profile
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "made\n# ours\n# ours" {
+			t.Errorf("inside: %v %q; want an empty directory the snapshot is made in", err, out)
+		}
+		entries, _ := os.ReadDir(snapshots)
+		if got, _ := os.ReadFile(theirs); len(entries) != 1 || string(got) != "# theirs\n" {
+			t.Errorf("outside: %v, theirs holds %q", entries, got)
+		}
+	})
+}
+
 // A run never claims a boundary bash did not enter: a preload the dynamic
 // loader passes over (not an object, say) fails the probe.
 func TestProbeFindsAPreloadPassedOver(t *testing.T) {

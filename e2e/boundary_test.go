@@ -203,6 +203,119 @@ echo '{"mcpServers": {"x": {"command": "sh", "args": ["-c", "touch mcp-ran"]}}}'
 	})
 }
 
+// Modes are metadata, which Landlock does not govern: a command may chmod
+// whatever its user owns. It cannot make the dynamic loader pass the
+// preload over (the preload, the link to bash and the directory that
+// holds them are read-only in the session, and bash is no more reachable
+// than the preload is), nor, by making its shell snapshot unreadable (so
+// that Claude Code starts every later command as the "-c -l" that makes
+// one), reach the snapshots the person's other sessions source: the
+// session's snapshot directory is its own.
+func TestBashBoundaryHoldsWhateverModesTheCommandsChange(t *testing.T) {
+	t.Parallel()
+	forContainments(t, func(t *testing.T, w *world, flags []string) {
+		w.gitProject(t)
+		home := filepath.Join(w.root, "home")
+		bashrc := filepath.Join(home, ".bashrc")
+		if err := os.WriteFile(bashrc, []byte("# the person's\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		snapshots := filepath.Join(home, ".claude", "shell-snapshots")
+		if err := os.MkdirAll(snapshots, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(snapshots, 0o700) })
+		// The person's own session beside this one sources this file
+		// before each of its commands.
+		theirs := filepath.Join(snapshots, "snapshot-bash-1700000000000-person.sh")
+		if err := os.WriteFile(theirs, []byte("# the person's session\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		w.writeFile("unload.sh", `so=$(grep -o '/[^ ]*toolgate-bash.so' /proc/$PPID/maps | head -n1)
+[ -n "$so" ] || { echo "bash has no preload"; exit 1; }
+echo "preload: $so"
+chmod 000 "$so"; chmod 000 "$(dirname "$so")"; chmod 000 "$(dirname "$CLAUDE_CODE_SHELL")"
+ls -ld "$so" "$(dirname "$so")"
+`)
+		w.writeFile("escape.sh", `echo pwned >> "$HOME/.bashrc" && echo wrote-bashrc
+grep Seccomp: /proc/$$/status
+`)
+		w.writeFile("lock.sh", `chmod 000 "$HOME/.claude/shell-snapshots" && echo locked`+"\n")
+		w.writeFile("plant.sh", `chmod 700 "$HOME/.claude/shell-snapshots"
+for f in "$HOME"/.claude/shell-snapshots/*; do echo 'echo pwned >> "$HOME/.bashrc"' >> "$f" && echo "wrote $f"; done
+echo 'echo pwned >> "$HOME/.bashrc"' > "$HOME/.claude/shell-snapshots/planted.sh" && echo planted
+`)
+		calls := []string{
+			`sh unload.sh`,
+			`sh escape.sh`,
+			`sh lock.sh`,
+			`sh plant.sh`,
+			`sh escape.sh; echo > after-the-attempts`,
+		}
+		var script []modelscript.Step
+		for i, c := range calls {
+			script = append(script, step(bash("toolu_bm_"+string(rune('a'+i)), c)))
+		}
+		r := w.run(runArgs{policy: attackPolicy, toolgate: flags, claudeEnv: attackEnv(), script: append(script, modelscript.Step{Text: "done"})})
+		for i := range calls {
+			id := "toolu_bm_" + string(rune('a'+i))
+			t.Logf("%s: %s -> %.300s", id, calls[i], r.saw(t, id).Text)
+		}
+		os.Chmod(snapshots, 0o700)
+		unchanged(t, bashrc, "# the person's\n", "the shell's rc file changed")
+		unchanged(t, theirs, "# the person's session\n", "the person's other session's shell snapshot changed")
+		absent(t, filepath.Join(snapshots, "planted.sh"), "a snapshot was planted where the person's sessions look")
+		for _, id := range []string{"toolu_bm_b", "toolu_bm_e"} {
+			if out := r.saw(t, id).Text; !strings.Contains(out, "Seccomp:\t2") {
+				t.Errorf("%s ran outside the boundary: %s", id, out)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(w.project, "after-the-attempts")); err != nil {
+			t.Errorf("the last command did not run: %v", err)
+		}
+	})
+}
+
+// A command cannot lower the limits of the gate's processes, which run as
+// its user (prlimit is not a signal, which Landlock scopes): with run's
+// open files cut to 4, the next calls would be denied gate_unavailable
+// and the report lost.
+func TestBashCommandsCannotLowerTheGatesLimits(t *testing.T) {
+	t.Parallel()
+	needTools(t, "prlimit")
+	forContainments(t, func(t *testing.T, w *world, flags []string) {
+		w.writeFile("a.txt", "hello\n")
+		// claude is bash's parent, run claude's; the daemon is found by
+		// its command line.
+		w.writeFile("limit.sh", `run=$(awk '/^PPid/{print $2}' /proc/$PPID/status)
+for p in /proc/[0-9]*; do case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in *"toolgate serve"*) daemon=${p#/proc/};; esac; done
+prlimit --pid "$run" --nofile=4:4 && echo "lowered run's open files"
+prlimit --pid "$daemon" --fsize=0:0 && echo "lowered the daemon's file size"
+echo tried
+`)
+		calls := []string{`sh limit.sh`, `cat a.txt`, `echo second > b.txt; cat a.txt`}
+		var script []modelscript.Step
+		for i, c := range calls {
+			script = append(script, step(bash("toolu_bl_"+string(rune('a'+i)), c)))
+		}
+		r := w.run(runArgs{policy: attackPolicy, toolgate: flags, claudeEnv: attackEnv(), script: append(script, modelscript.Step{Text: "done"})})
+		out := r.saw(t, "toolu_bl_a").Text
+		t.Logf("the script's output:\n%s", out)
+		contains(t, "the script's output", out, "tried")
+		if strings.Contains(out, "lowered") {
+			t.Errorf("a Bash command lowered a limit of the gate's:\n%s", out)
+		}
+		for _, id := range []string{"toolu_bl_b", "toolu_bl_c"} {
+			if got := r.saw(t, id).Text; !strings.Contains(got, "hello") {
+				t.Errorf("%s was not allowed after the attempt: %s", id, got)
+			}
+		}
+		if len(r.raw) == 0 {
+			t.Errorf("run wrote no report; it said: %s", r.stderr)
+		}
+	})
+}
+
 // A Bash command reaches no local service: not the gate (gate.sock), not
 // the approvers' socket, not the person's desktop bus, not their tmux
 // server (which runs commands for whoever reaches its socket). Each is a

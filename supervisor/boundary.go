@@ -20,9 +20,12 @@ import (
 // declares; in the project, git's config and hooks, .claude and .mcp.json
 // are read-only, and so is every path toolgate protects that lies inside
 // a writable tree (a policy file kept in the project, say).
-func boundary(cfg RunConfig, tmp string) contain.Boundary {
+func boundary(cfg RunConfig, tmp, files string) contain.Boundary {
 	writable := append(append([]string{cfg.Cwd, tmp}, contain.Devices...), cfg.Writable...)
-	readOnly := contain.GitDirs(cfg.Cwd)
+	// What run gives claude (the shell's link, the preload, the settings)
+	// is read-only in the session: a mode changed there could make the
+	// dynamic loader pass the preload over.
+	readOnly := append(contain.GitDirs(cfg.Cwd), files)
 	guard := policy.NewGuard(policy.GuardPaths{Gate: cfg.Paths, ConfigDir: cfg.ConfigDir, Exe: cfg.Self,
 		ClaudeDir: claudeDir(cfg), Project: cfg.Cwd, Extra: []string{cfg.PolicyPath, cfg.Hook, contain.ShellPath(cfg.Hook),
 			filepath.Join(filepath.Dir(cfg.Hook), contain.PreloadName)}})
@@ -36,7 +39,14 @@ func boundary(cfg RunConfig, tmp string) contain.Boundary {
 	if err := os.Mkdir(filepath.Join(cfg.Cwd, ".claude"), 0o755); err != nil && !os.IsExist(err) {
 		readOnly = append(readOnly, filepath.Join(cfg.Cwd, ".claude")) // tried, and refused if it cannot be
 	}
-	return contain.Boundary{Writable: writable, Snapshots: filepath.Join(claudeDir(cfg), "shell-snapshots"),
+	// Claude Code's shell snapshots are the session's own: a command that
+	// makes Claude Code start every later one as the snapshot's "-c -l"
+	// (a snapshot made unreadable) writes only the session's, which only
+	// its own commands source.
+	// (Where it cannot be made, the boundary's probe fails.)
+	snapshots := filepath.Join(claudeDir(cfg), "shell-snapshots")
+	os.MkdirAll(snapshots, 0o700)
+	return contain.Boundary{Writable: writable, Snapshots: snapshots, Own: []string{snapshots},
 		Projects: []string{cfg.Cwd}, ReadOnly: readOnly, NoNetwork: cfg.NoNetwork}
 }
 

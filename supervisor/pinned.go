@@ -19,6 +19,7 @@ import (
 type pinned struct {
 	path         string
 	dev, ino     uint64
+	mode         uint32
 	size         int64
 	mtime, ctime syscall.Timespec
 	sum          [sha256.Size]byte
@@ -47,7 +48,7 @@ func (p *pinned) stat(f *os.File) error {
 	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
 		return err
 	}
-	p.dev, p.ino, p.size, p.mtime, p.ctime = st.Dev, st.Ino, st.Size, st.Mtim, st.Ctim
+	p.dev, p.ino, p.mode, p.size, p.mtime, p.ctime = st.Dev, st.Ino, st.Mode, st.Size, st.Mtim, st.Ctim
 	return nil
 }
 
@@ -64,6 +65,10 @@ func (p pinned) changed() string {
 		return p.path + " was replaced"
 	case st.Size != p.size:
 		return p.path + " was rewritten"
+	case st.Mode != p.mode:
+		// The loader passes over a preload it may not read, and a hook
+		// that cannot run fails open.
+		return fmt.Sprintf("%s had its mode changed (%o, was %o)", p.path, st.Mode&0o7777, p.mode&0o7777)
 	case st.Mtim == p.mtime && st.Ctim == p.ctime:
 		return ""
 	}

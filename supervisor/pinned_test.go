@@ -9,7 +9,7 @@ import (
 )
 
 // A pinned file that is replaced, rewritten (even to the same size and
-// times), or removed is seen; one only touched, or left alone, is not.
+// times), whose mode changed, or removed is seen; one only touched, or left alone, is not.
 func TestPinnedFileSeesEveryChange(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "toolgate-hook")
@@ -31,6 +31,7 @@ func TestPinnedFileSeesEveryChange(t *testing.T) {
 			os.WriteFile(f+".new", []byte("#!/bin/sh\necho deny\n"), 0o755)
 			os.Rename(f+".new", f)
 		}, "replaced"},
+		{"its mode changed", func() { os.Chmod(f, 0o700) }, "mode changed"},
 		{"removed", func() { os.Remove(f) }, "gone"},
 	}
 	for _, tt := range tests {

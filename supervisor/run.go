@@ -197,7 +197,7 @@ func startContainment(cfg RunConfig, files, tmp string) func() (contain.Level, c
 			done <- found{err: err}
 			return
 		}
-		level, err := contain.ForRun(cfg.Containment, shell, boundary(cfg, tmp))
+		level, err := contain.ForRun(cfg.Containment, shell, boundary(cfg, tmp, files))
 		done <- found{level, shell, err}
 	}()
 	wait := sync.OnceValue(func() found { return <-done })

@@ -31,13 +31,16 @@
 //	         .git/config.worktree, .claude and .mcp.json become read-only
 //	r PATH   PATH becomes read-only, when it exists
 //	h PATH   PATH, a directory, is hidden under an empty read-only tmpfs
+//	s PATH   PATH, a directory, is replaced by an empty one of the
+//	         session's own (a tmpfs): what is written there stays in the
+//	         session, and what others keep there is out of its reach
 //	l PATH   writes allowed beneath PATH too, for Claude Code's own
 //	         "-c -l" start (it writes the shell snapshot every later
 //	         command sources): the model's commands cannot write it
 //	n        no network: every socket(2) is refused
 //	x PATH   the shell toolgate-bash executes (default /bin/bash)
 //
-// p, r and h need a user and mount namespace; w a Landlock ABI of 3 or
+// p, r, h and s need a user and mount namespace; w a Landlock ABI of 3 or
 // more. Unix sockets are refused always (seccomp), so a command cannot talk
 // to the gate, an approver, the desktop bus or a tmux server.
 
@@ -304,6 +307,16 @@ static int hide(const char *path)
 	return 0;
 }
 
+static int own(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return fail("find the directory", path);
+	if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=16m,mode=0700") < 0)
+		return fail("mount a directory of the session's own on", path);
+	return 0;
+}
+
 static int landlock(char **writable, int n)
 {
 	int abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
@@ -381,8 +394,9 @@ static int no_capabilities(void)
 	return 0;
 }
 
-// seccomp refuses Unix sockets (and with no_network every socket), and
-// io_uring, which could open one behind the filter's back.
+// seccomp refuses Unix sockets (and with no_network every socket),
+// io_uring, which could open one behind the filter's back, and prlimit64
+// on any process but the caller.
 static int seccomp(int no_network)
 {
 	struct sock_filter filter[] = {
@@ -405,6 +419,14 @@ static int seccomp(int no_network)
 #endif
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_setup, 0, 1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		// prlimit64 on another process (pid 0 is the caller): the gate's
+		// processes run as the same user, and a limit lowered there
+		// (open files, file size) would fail the gate in the session.
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prlimit64, 0, 4),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 1, 0),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
@@ -421,8 +443,8 @@ static int seccomp(int no_network)
 #define MAX_ENTRIES 256
 
 struct boundary {
-	char *writable[MAX_ENTRIES], *projects[MAX_ENTRIES], *readonly[MAX_ENTRIES], *hidden[MAX_ENTRIES];
-	int nw, np, nr, nh, no_network;
+	char *writable[MAX_ENTRIES], *projects[MAX_ENTRIES], *readonly[MAX_ENTRIES], *hidden[MAX_ENTRIES], *own[MAX_ENTRIES];
+	int nw, np, nr, nh, ns, no_network;
 	const char *shell;
 };
 
@@ -497,6 +519,8 @@ static int parse(char *config, struct boundary *b, int login)
 			b->readonly[b->nr++] = arg;
 		else if (ok && op == 'h' && b->nh < MAX_ENTRIES)
 			b->hidden[b->nh++] = arg;
+		else if (ok && op == 's' && b->ns < MAX_ENTRIES)
+			b->own[b->ns++] = arg;
 		else if (ok && op == 'n')
 			b->no_network = 1;
 		else if (ok && op == 'x')
@@ -513,7 +537,7 @@ static int parse(char *config, struct boundary *b, int login)
 // namespaced applies the entries that need a user and mount namespace.
 static int namespaced(const struct boundary *b)
 {
-	if (b->np + b->nr + b->nh == 0)
+	if (b->np + b->nr + b->nh + b->ns == 0)
 		return 0;
 	if (enter_namespaces() < 0)
 		return -1;
@@ -525,6 +549,9 @@ static int namespaced(const struct boundary *b)
 			return -1;
 	for (int i = 0; i < b->nh; i++)
 		if (hide(b->hidden[i]) < 0)
+			return -1;
+	for (int i = 0; i < b->ns; i++)
+		if (own(b->own[i]) < 0)
 			return -1;
 	return 0;
 }
@@ -632,7 +659,7 @@ static void enter(char **argv, char **envp)
 	}
 	int ok = parse(strdup(argv[2]), &b, 0) == 0;
 	if (ok && (b.nw || b.no_network)) {
-		snprintf(toolgate_bash_error, sizeof toolgate_bash_error, "--enter takes p, r and h entries only");
+		snprintf(toolgate_bash_error, sizeof toolgate_bash_error, "--enter takes p, r, h and s entries only");
 		ok = 0;
 	}
 	if (ok && namespaced(&b) == 0 && no_capabilities() == 0) {
