@@ -10,9 +10,12 @@ import (
 )
 
 // Devices are the device files a command may write: the usual sinks and
-// terminals, not /dev itself (/dev/shm is a tmpfs that outlives the
-// session).
-var Devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"}
+// sources, and /dev/ptmx for a terminal of its own. Not /dev itself
+// (/dev/shm is a tmpfs that outlives the session), and no terminal the
+// command did not open: Claude Code gives its commands none, and the
+// person's (/dev/pts, /dev/tty) would let it paint over an approver's
+// screen.
+var Devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/ptmx"}
 
 // ShellName is the program Claude Code runs every Bash command with under
 // the boundary (CLAUDE_CODE_SHELL). Claude Code takes a shell only if its

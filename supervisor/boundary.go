@@ -106,7 +106,8 @@ var boundaryVars = []string{"CLAUDE_CODE_SHELL", "CLAUDE_CODE_SHELL_PREFIX", con
 // listing) is moved aside the moment run sees it. At the end, what they
 // made deeper in the project is moved aside too: a repository (git runs
 // its core.fsmonitor and hooks when the person's git status goes into
-// it), a .git/commondir (it points git at another config and hooks), a
+// it), a directory made into a git directory (its HEAD is moved aside), a
+// .git/commondir (it points git at another config and hooks), a
 // .claude (skills and agents whose hooks Claude Code runs: with http
 // hooks, also before every call that could load one, which is then
 // denied); a .git they made at the project's root (git init) is reported.
@@ -137,7 +138,10 @@ func newMadeLater(project, session string) *madeLater {
 }
 
 // nestedConfig lists the .git and .claude entries below the project's
-// root, without going into either; complete is false past walkLimit.
+// root, without going into either, and the HEAD of every directory git
+// would take for a git directory of its own (HEAD, objects and refs: git
+// looks for one in each directory it searches, and runs the config there);
+// complete is false past walkLimit.
 func nestedConfig(project string) (found map[string]bool, complete bool) {
 	found, n := map[string]bool{}, 0
 	complete = true
@@ -156,6 +160,9 @@ func nestedConfig(project string) (found map[string]bool, complete bool) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
+		}
+		if d.Name() == "HEAD" && !d.IsDir() && isDir(filepath.Join(filepath.Dir(p), "objects")) && isDir(filepath.Join(filepath.Dir(p), "refs")) {
+			found[p] = true
 		}
 		return nil
 	})
@@ -221,12 +228,20 @@ func (m *madeLater) nestedAside() {
 			continue
 		}
 		why := "a repository whose config and hooks git runs when your git status goes into it"
-		if filepath.Base(p) == ".claude" {
+		switch filepath.Base(p) {
+		case ".claude":
 			why = "Claude Code configuration (skills, agents and their hooks) for that directory"
+		case "HEAD":
+			why = "which makes " + filepath.Dir(p) + " a git directory whose config and hooks git runs when your git status goes into it"
 		}
 		m.aside(p, why)
 	}
 	m.complete = m.complete && complete
+}
+
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }
 
 // finish checks once more and returns what to tell the person.

@@ -12,31 +12,34 @@ import (
 
 // What the session's commands made that no mount could pin is moved
 // aside: a .mcp.json at once, and at the end a .git/commondir, a nested
-// repository and a nested .claude; what was there before stays.
+// repository, a directory made a git directory (its HEAD) and a nested
+// .claude; what was there before stays.
 func TestMadeLaterMovesAsideWhatTheSessionMade(t *testing.T) {
 	project := t.TempDir()
 	for _, d := range []string{".git", "old/.git", "old/.claude"} {
 		os.MkdirAll(filepath.Join(project, d), 0o755)
 	}
 	m := newMadeLater(project, "ses_x")
-	for _, d := range []string{"vendor/lib/.git", "sub/.claude/skills/fmt"} {
+	for _, d := range []string{"vendor/lib/.git", "sub/.claude/skills/fmt", "src/objects", "src/refs/heads", "docs"} {
 		os.MkdirAll(filepath.Join(project, d), 0o755)
 	}
+	os.WriteFile(filepath.Join(project, "src", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.WriteFile(filepath.Join(project, "docs", "HEAD"), []byte("a file named HEAD\n"), 0o644)
 	os.WriteFile(filepath.Join(project, ".git", "commondir"), []byte("../elsewhere\n"), 0o644)
 	os.WriteFile(filepath.Join(project, ".mcp.json"), []byte("{}"), 0o644)
 	m.check()
 	notes := m.finish()
-	for _, gone := range []string{".mcp.json", ".git/commondir", "vendor/lib/.git", "sub/.claude"} {
+	for _, gone := range []string{".mcp.json", ".git/commondir", "vendor/lib/.git", "sub/.claude", "src/HEAD"} {
 		if _, err := os.Lstat(filepath.Join(project, gone)); err == nil {
 			t.Errorf("%s is still there", gone)
 		}
 	}
-	for _, kept := range []string{".git", "old/.git", "old/.claude"} {
+	for _, kept := range []string{".git", "old/.git", "old/.claude", "src/objects", "docs/HEAD"} {
 		if _, err := os.Lstat(filepath.Join(project, kept)); err != nil {
 			t.Errorf("%s, there before the session, is gone", kept)
 		}
 	}
-	if len(notes) != 4 {
+	if len(notes) != 5 {
 		t.Errorf("notes: %q", notes)
 	}
 	for _, n := range notes {
