@@ -1,9 +1,11 @@
 package supervisor
 
 import (
+	"cmp"
 	"crypto/rand"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,7 +22,7 @@ import (
 // declares; in the project, git's config and hooks, .claude and .mcp.json
 // are read-only, and so is every path toolgate protects that lies inside
 // a writable tree (a policy file kept in the project, say).
-func boundary(cfg RunConfig, tmp, files string) contain.Boundary {
+func boundary(cfg RunConfig, tmp, files string, start projectConfig) contain.Boundary {
 	writable := append(append([]string{cfg.Cwd, tmp}, contain.Devices...), cfg.Writable...)
 	// What run gives claude (the shell's link, the preload, the settings)
 	// is read-only in the session: a mode changed there could make the
@@ -46,8 +48,40 @@ func boundary(cfg RunConfig, tmp, files string) contain.Boundary {
 	// (Where it cannot be made, the boundary's probe fails.)
 	snapshots := filepath.Join(claudeDir(cfg), "shell-snapshots")
 	os.MkdirAll(snapshots, 0o700)
+	projects, nested := nestedPins(start)
 	return contain.Boundary{Writable: writable, Snapshots: snapshots, Own: []string{snapshots},
-		Projects: []string{cfg.Cwd}, ReadOnly: readOnly, NoNetwork: cfg.NoNetwork}
+		Projects: append([]string{cfg.Cwd}, projects...), ReadOnly: append(readOnly, nested...), NoNetwork: cfg.NoNetwork}
+}
+
+// maxNestedPins bounds what nestedPins pins (each is a mount in the
+// session's namespace); run warns of the rest.
+const maxNestedPins = 512
+
+// nestedPins is what the boundary pins below the project's root, of what
+// was there at the start: each directory that holds a .git, a .claude or a
+// .mcp.json is a project of its own (its git config and hooks, .claude and
+// .mcp.json read-only), and a git directory that is not named .git has
+// its config and hooks read-only. At most maxNestedPins, the shallowest
+// first.
+func nestedPins(start projectConfig) (projects, readOnly []string) {
+	paths := slices.Collect(maps.Keys(start.found))
+	slices.SortFunc(paths, func(a, b string) int {
+		return cmp.Or(cmp.Compare(strings.Count(a, "/"), strings.Count(b, "/")), strings.Compare(a, b))
+	})
+	seen := map[string]bool{}
+	for _, p := range paths {
+		dir := filepath.Dir(p)
+		switch {
+		case len(projects)+len(readOnly) >= maxNestedPins:
+			return projects, readOnly
+		case filepath.Base(p) == "HEAD":
+			readOnly = append(readOnly, filepath.Join(dir, "config"), filepath.Join(dir, "hooks"))
+		case !seen[dir]:
+			seen[dir] = true
+			projects = append(projects, dir)
+		}
+	}
+	return projects, readOnly
 }
 
 // sessionShell is how the session's Bash commands enter the boundary:
@@ -113,10 +147,9 @@ var boundaryVars = []string{"CLAUDE_CODE_SHELL", "CLAUDE_CODE_SHELL_PREFIX", con
 // denied); a .git they made at the project's root (git init) is reported.
 type madeLater struct {
 	project, suffix string
-	mcp, git        bool            // missing at the start
-	commondir       bool            // .git/commondir there at the start
-	nested          map[string]bool // nested .git and .claude at the start
-	complete        bool            // the start's walk saw the whole project
+	mcp, git        bool          // missing at the start
+	commondir       bool          // .git/commondir there at the start
+	start           projectConfig // what the project held at the start
 
 	mu    sync.Mutex
 	notes []string
@@ -126,25 +159,33 @@ type madeLater struct {
 // could not check.
 const walkLimit = 500_000
 
-func newMadeLater(project, session string) *madeLater {
+func newMadeLater(project, session string, start projectConfig) *madeLater {
 	_, mcpErr := os.Lstat(filepath.Join(project, ".mcp.json"))
 	_, gitErr := os.Lstat(filepath.Join(project, ".git"))
 	m := &madeLater{project: project, suffix: ".made-by-" + session + "-" + rand.Text()[:8],
 		mcp: os.IsNotExist(mcpErr), git: os.IsNotExist(gitErr)}
 	_, cdErr := os.Lstat(filepath.Join(project, ".git", "commondir"))
 	m.commondir = cdErr == nil
-	m.nested, m.complete = nestedConfig(project)
+	m.start = start
 	return m
 }
 
-// nestedConfig lists the .git and .claude entries below the project's
-// root, without going into either, and the HEAD of every directory git
+// projectConfig is what in a project, below its root, starts code
+// outside the boundary later: the .git, .claude and .mcp.json entries
+// (found is keyed by their paths), and the HEAD of every directory git
 // would take for a git directory of its own (HEAD, objects and refs: git
-// looks for one in each directory it searches, and runs the config there);
-// complete is false past walkLimit.
-func nestedConfig(project string) (found map[string]bool, complete bool) {
+// looks for one in each directory it searches, and runs the config
+// there). complete is false when the walk stopped at walkLimit.
+type projectConfig struct {
+	found    map[string]bool
+	complete bool
+}
+
+// nestedConfig walks project for its projectConfig, without going into a
+// .git or a .claude.
+func nestedConfig(project string) projectConfig {
 	found, n := map[string]bool{}, 0
-	complete = true
+	complete := true
 	filepath.WalkDir(project, func(p string, d fs.DirEntry, err error) error {
 		if n++; n > walkLimit {
 			complete = false
@@ -153,7 +194,7 @@ func nestedConfig(project string) (found map[string]bool, complete bool) {
 		if err != nil || p == project {
 			return nil
 		}
-		if name := d.Name(); name == ".git" || name == ".claude" {
+		if name := d.Name(); name == ".git" || name == ".claude" || name == ".mcp.json" {
 			if filepath.Dir(p) != project {
 				found[p] = true
 			}
@@ -166,7 +207,7 @@ func nestedConfig(project string) (found map[string]bool, complete bool) {
 		}
 		return nil
 	})
-	return found, complete
+	return projectConfig{found, complete}
 }
 
 // check moves a .mcp.json made since the start aside.
@@ -222,21 +263,23 @@ func (m *madeLater) sweep() string {
 // nestedAside moves aside what the session made below the project's root.
 // m.mu is held.
 func (m *madeLater) nestedAside() {
-	now, complete := nestedConfig(m.project)
-	for p := range now {
-		if m.nested[p] {
+	now := nestedConfig(m.project)
+	for p := range now.found {
+		if m.start.found[p] {
 			continue
 		}
 		why := "a repository whose config and hooks git runs when your git status goes into it"
 		switch filepath.Base(p) {
 		case ".claude":
 			why = "Claude Code configuration (skills, agents and their hooks) for that directory"
+		case ".mcp.json":
+			why = "whose MCP servers Claude Code would start unasked when started in that directory"
 		case "HEAD":
 			why = "which makes " + filepath.Dir(p) + " a git directory whose config and hooks git runs when your git status goes into it"
 		}
 		m.aside(p, why)
 	}
-	m.complete = m.complete && complete
+	m.start.complete = m.start.complete && now.complete
 }
 
 func isDir(path string) bool {
@@ -258,7 +301,7 @@ func (m *madeLater) finish() []string {
 		}
 	}
 	m.nestedAside()
-	if !m.complete {
+	if !m.start.complete {
 		m.notes = append(m.notes, fmt.Sprintf("the project holds more than %d files: run did not look through all of it for repositories or .claude directories the session's commands made", walkLimit))
 	}
 	return m.notes

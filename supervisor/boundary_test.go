@@ -1,8 +1,10 @@
 package supervisor
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,7 +21,7 @@ func TestMadeLaterMovesAsideWhatTheSessionMade(t *testing.T) {
 	for _, d := range []string{".git", "old/.git", "old/.claude"} {
 		os.MkdirAll(filepath.Join(project, d), 0o755)
 	}
-	m := newMadeLater(project, "ses_x")
+	m := newMadeLater(project, "ses_x", nestedConfig(project))
 	for _, d := range []string{"vendor/lib/.git", "sub/.claude/skills/fmt", "src/objects", "src/refs/heads", "docs"} {
 		os.MkdirAll(filepath.Join(project, d), 0o755)
 	}
@@ -74,5 +76,30 @@ func TestSessionShellPreloadsOnlyOnThePinnedRelease(t *testing.T) {
 		if !preload && sh.Path != filepath.Join(bin, contain.ShellName) {
 			t.Errorf("Claude Code %q: the shell is %s, not toolgate-bash", version, sh.Path)
 		}
+	}
+}
+
+// What the project held below its root at the start is pinned as the root
+// is: each directory with a .git, a .claude or a .mcp.json as a project of
+// its own, a git directory not named .git by its config and hooks; the
+// shallowest first, at most maxNestedPins.
+func TestNestedPinsPinWhatWasThereAtTheStart(t *testing.T) {
+	start := projectConfig{found: map[string]bool{"/p/vendor/lib/.git": true, "/p/vendor/lib/.claude": true,
+		"/p/sub/.mcp.json": true, "/p/src/HEAD": true}}
+	projects, readOnly := nestedPins(start)
+	if want := []string{"/p/sub", "/p/vendor/lib"}; !slices.Equal(projects, want) {
+		t.Errorf("projects %q, want %q", projects, want)
+	}
+	if want := []string{"/p/src/config", "/p/src/hooks"}; !slices.Equal(readOnly, want) {
+		t.Errorf("read-only %q, want %q", readOnly, want)
+	}
+	many := projectConfig{found: map[string]bool{}}
+	for i := range maxNestedPins + 10 {
+		many.found[fmt.Sprintf("/p/deep/er/%d/.git", i)] = true
+	}
+	many.found["/p/top/.claude"] = true
+	projects, _ = nestedPins(many)
+	if len(projects) != maxNestedPins || projects[0] != "/p/top" {
+		t.Errorf("%d projects, the first %q; want %d, /p/top first", len(projects), projects[0], maxNestedPins)
 	}
 }

@@ -122,9 +122,13 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if cfg.HookTransport, err = hookTransport(cfg); err != nil {
 		return Report{}, err
 	}
-	level, shell, err := contained()
+	c, err := contained()
 	if err != nil {
 		return Report{}, &UnavailableError{err}
+	}
+	level := c.level
+	if n := len(c.start.found); level.Bounded() && n > maxNestedPins {
+		fmt.Fprintf(cfg.Stderr, "toolgate: WARNING: the project holds %d nested repositories, .claude directories and .mcp.json files: the Bash boundary makes the first %d read-only, not the rest\n", n, maxNestedPins)
 	}
 	switch {
 	case !level.Contained():
@@ -136,7 +140,7 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	r := &runner{cfg: cfg, log: log, level: level, shell: shell, tmp: tmp, files: files, policy: ReportPolicy{Path: policyPath, Version: pol.Version, SHA256: pol.SHA256}}
+	r := &runner{cfg: cfg, log: log, level: level, shell: c.shell, start: c.start, tmp: tmp, files: files, policy: ReportPolicy{Path: policyPath, Version: pol.Version, SHA256: pol.SHA256}}
 	r.gate = &trustedGate{start: daemon.StartConfig{Paths: cfg.Paths, Self: cfg.Self, IdleExit: 5 * time.Minute}, onLost: r.gateLost}
 	if r.client, err = r.gate.connect(ctx); err != nil {
 		return Report{}, &UnavailableError{err}
@@ -180,30 +184,38 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	return r.run(ctx)
 }
 
+// containment is what the session gets: its level, the shell its Bash
+// commands enter the boundary through, and what the project held at the
+// start that the boundary pins.
+type containment struct {
+	level contain.Level
+	shell contain.Shell
+	start projectConfig
+}
+
 // startContainment finds, in the background, the containment the session
-// gets (contain.ForRun, which starts a bash to see the boundary hold) and
-// the shell its Bash commands enter it through, and returns what waits for
-// them.
-func startContainment(cfg RunConfig, files, tmp string) func() (contain.Level, contain.Shell, error) {
+// gets (contain.ForRun, which starts a bash to see the boundary hold), and
+// returns what waits for it.
+func startContainment(cfg RunConfig, files, tmp string) func() (containment, error) {
 	type found struct {
-		level contain.Level
-		shell contain.Shell
-		err   error
+		containment
+		err error
 	}
 	done := make(chan found, 1)
 	go func() {
-		shell, err := sessionShell(cfg, files)
-		if err != nil {
-			done <- found{err: err}
-			return
+		var f found
+		if cfg.Containment != contain.Off && cfg.Containment != contain.Landlock {
+			f.start = nestedConfig(cfg.Cwd)
 		}
-		level, err := contain.ForRun(cfg.Containment, shell, boundary(cfg, tmp, files))
-		done <- found{level, shell, err}
+		if f.shell, f.err = sessionShell(cfg, files); f.err == nil {
+			f.level, f.err = contain.ForRun(cfg.Containment, f.shell, boundary(cfg, tmp, files, f.start))
+		}
+		done <- f
 	}()
 	wait := sync.OnceValue(func() found { return <-done })
-	return func() (contain.Level, contain.Shell, error) {
+	return func() (containment, error) {
 		f := wait()
-		return f.level, f.shell, f.err
+		return f.containment, f.err
 	}
 }
 
@@ -260,6 +272,7 @@ type runner struct {
 	log     *slog.Logger
 	level   contain.Level
 	shell   contain.Shell // how its Bash commands enter level.Boundary
+	start   projectConfig // what the project held at the start
 	gate    *trustedGate
 	client  *api.Client
 	session string
@@ -328,7 +341,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 		if cmd.Env, err = r.boundaryEnv(cmd.Env); err != nil {
 			return Report{}, err
 		}
-		r.made = newMadeLater(r.cfg.Cwd, r.session)
+		r.made = newMadeLater(r.cfg.Cwd, r.session, r.start)
 	}
 	if r.cfg.HookTransport == HookHTTP {
 		cmd.Env, _ = noProxyLoopback(cmd.Env)

@@ -440,7 +440,7 @@ static int seccomp(int no_network)
 	return 0;
 }
 
-#define MAX_ENTRIES 256
+#define MAX_ENTRIES 1024
 
 struct boundary {
 	char *writable[MAX_ENTRIES], *projects[MAX_ENTRIES], *readonly[MAX_ENTRIES], *hidden[MAX_ENTRIES], *own[MAX_ENTRIES];
