@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -36,10 +37,17 @@ func boundary(cfg RunConfig, tmp, files string, start projectConfig) contain.Bou
 			readOnly = append(readOnly, p)
 		}
 	}
-	// .claude is pinned only where it exists: made now, the model's
-	// commands cannot make it later.
-	if err := os.Mkdir(filepath.Join(cfg.Cwd, ".claude"), 0o755); err != nil && !os.IsExist(err) {
-		readOnly = append(readOnly, filepath.Join(cfg.Cwd, ".claude")) // tried, and refused if it cannot be
+	// .claude, and git's hooks and worktrees, are pinned only where they
+	// exist: made now, the model's commands cannot make them later (a
+	// hooks directory git runs from, a worktree's commondir).
+	made := []string{filepath.Join(cfg.Cwd, ".claude")}
+	if st, err := os.Lstat(filepath.Join(cfg.Cwd, ".git")); err == nil && st.IsDir() {
+		made = append(made, filepath.Join(cfg.Cwd, ".git", "hooks"), filepath.Join(cfg.Cwd, ".git", "worktrees"))
+	}
+	for _, dir := range made {
+		if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+			readOnly = append(readOnly, dir) // tried, and refused if it cannot be
+		}
 	}
 	// Claude Code's shell snapshots are the session's own: a command that
 	// makes Claude Code start every later one as the snapshot's "-c -l"
@@ -48,9 +56,61 @@ func boundary(cfg RunConfig, tmp, files string, start projectConfig) contain.Bou
 	// (Where it cannot be made, the boundary's probe fails.)
 	snapshots := filepath.Join(claudeDir(cfg), "shell-snapshots")
 	os.MkdirAll(snapshots, 0o700)
+	// A hooks directory or an included config file the project's git
+	// config names inside a writable tree (husky's .husky/_) is git's
+	// config and hooks too.
+	for _, p := range gitConfigPaths(cfg.Cwd, cfg.Home) {
+		if within(p, writable) {
+			readOnly = append(readOnly, p)
+		}
+	}
 	projects, nested := nestedPins(start)
 	return contain.Boundary{Writable: writable, Snapshots: snapshots, Own: []string{snapshots},
 		Projects: append([]string{cfg.Cwd}, projects...), ReadOnly: append(readOnly, nested...), NoNetwork: cfg.NoNetwork}
+}
+
+// gitConfigPaths are the paths the project's git config names for git to
+// run hooks from (core.hooksPath) or read more config from (include.path,
+// includeIf.*.path), resolved as git resolves them.
+func gitConfigPaths(project, home string) []string {
+	config := filepath.Join(project, ".git", "config")
+	data, err := os.ReadFile(config)
+	if err != nil {
+		return nil
+	}
+	if lower := strings.ToLower(string(data)); !strings.Contains(lower, "hookspath") && !strings.Contains(lower, "include") {
+		return nil // no git needed to know
+	}
+	values := func(args ...string) []string {
+		out, _ := exec.Command("git", append([]string{"config", "--file", config, "--null"}, args...)...).Output()
+		var vs []string
+		for _, v := range strings.Split(string(out), "\x00") {
+			if _, value, ok := strings.Cut(v, "\n"); ok {
+				v = value // --get-regexp: the key, a newline, the value
+			}
+			if v != "" {
+				vs = append(vs, v)
+			}
+		}
+		return vs
+	}
+	resolve := func(p, base string) string {
+		switch {
+		case p == "~" || strings.HasPrefix(p, "~/"):
+			return filepath.Join(home, strings.TrimPrefix(p, "~"))
+		case filepath.IsAbs(p):
+			return filepath.Clean(p)
+		}
+		return filepath.Join(base, p)
+	}
+	var paths []string
+	for _, p := range values("--get-all", "core.hooksPath") {
+		paths = append(paths, resolve(p, project))
+	}
+	for _, p := range values("--get-regexp", `^include(if\..*)?\.path$`) {
+		paths = append(paths, resolve(p, filepath.Dir(config)))
+	}
+	return paths
 }
 
 // maxNestedPins bounds what nestedPins pins (each is a mount in the
@@ -150,23 +210,25 @@ type madeLater struct {
 	mcp, git        bool          // missing at the start
 	commondir       bool          // .git/commondir there at the start
 	start           projectConfig // what the project held at the start
+	tmp             string        // the session's temp dir, empty at the start
 
-	mu    sync.Mutex
-	notes []string
+	mu             sync.Mutex
+	notes          []string
+	saidUnreadable map[string]bool
 }
 
 // walkLimit bounds the walks of the project: past it, run says what it
 // could not check.
 const walkLimit = 500_000
 
-func newMadeLater(project, session string, start projectConfig) *madeLater {
+func newMadeLater(project, tmp, session string, start projectConfig) *madeLater {
 	_, mcpErr := os.Lstat(filepath.Join(project, ".mcp.json"))
 	_, gitErr := os.Lstat(filepath.Join(project, ".git"))
 	m := &madeLater{project: project, suffix: ".made-by-" + session + "-" + rand.Text()[:8],
 		mcp: os.IsNotExist(mcpErr), git: os.IsNotExist(gitErr)}
 	_, cdErr := os.Lstat(filepath.Join(project, ".git", "commondir"))
 	m.commondir = cdErr == nil
-	m.start = start
+	m.start, m.tmp, m.saidUnreadable = start, tmp, map[string]bool{}
 	return m
 }
 
@@ -175,39 +237,59 @@ func newMadeLater(project, session string, start projectConfig) *madeLater {
 // (found is keyed by their paths), and the HEAD of every directory git
 // would take for a git directory of its own (HEAD, objects and refs: git
 // looks for one in each directory it searches, and runs the config
-// there). complete is false when the walk stopped at walkLimit.
+// there, also through a commondir). unreadable are the directories the
+// walk could not read (what they hold could not be checked); complete is
+// false when the walk stopped at walkLimit.
 type projectConfig struct {
-	found    map[string]bool
-	complete bool
+	found      map[string]bool
+	unreadable map[string]bool
+	complete   bool
 }
 
 // nestedConfig walks project for its projectConfig, without going into a
-// .git or a .claude.
-func nestedConfig(project string) projectConfig {
-	found, n := map[string]bool{}, 0
+// .git or a .claude; what the root holds counts only with all, for a tree
+// whose root is not a project's (the session's temp dir).
+func nestedConfig(project string) projectConfig { return configIn(project, false) }
+
+func configIn(root string, all bool) projectConfig {
+	found, unreadable, n := map[string]bool{}, map[string]bool{}, 0
 	complete := true
-	filepath.WalkDir(project, func(p string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if n++; n > walkLimit {
 			complete = false
 			return filepath.SkipAll
 		}
-		if err != nil || p == project {
+		if err != nil {
+			if d != nil && d.IsDir() || p == root {
+				unreadable[p] = true
+			}
+			return nil
+		}
+		if p == root {
 			return nil
 		}
 		if name := d.Name(); name == ".git" || name == ".claude" || name == ".mcp.json" {
-			if filepath.Dir(p) != project {
+			if all || filepath.Dir(p) != root {
 				found[p] = true
 			}
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
 		}
-		if d.Name() == "HEAD" && !d.IsDir() && isDir(filepath.Join(filepath.Dir(p), "objects")) && isDir(filepath.Join(filepath.Dir(p), "refs")) {
+		if d.Name() == "HEAD" && !d.IsDir() && gitDirectory(filepath.Dir(p)) {
 			found[p] = true
 		}
 		return nil
 	})
-	return projectConfig{found, complete}
+	return projectConfig{found, unreadable, complete}
+}
+
+// gitDirectory reports whether git could take dir, which holds a HEAD,
+// for a git directory: its objects and refs are beside it, of any kind,
+// or where a commondir names.
+func gitDirectory(dir string) bool {
+	exists := func(name string) bool { _, err := os.Lstat(filepath.Join(dir, name)); return err == nil }
+	return exists("commondir") || exists("objects") && exists("refs")
 }
 
 // check moves a .mcp.json made since the start aside.
@@ -260,10 +342,26 @@ func (m *madeLater) sweep() string {
 	return strings.Join(m.notes[before:], "; ")
 }
 
-// nestedAside moves aside what the session made below the project's root.
-// m.mu is held.
+// nestedAside moves aside what the session made below the project's root,
+// and anything of the kind in its temp dir (a link in the project leads
+// Claude Code there), and notes each directory they made unreadable,
+// whose contents cannot be checked. m.mu is held.
 func (m *madeLater) nestedAside() {
 	now := nestedConfig(m.project)
+	made := configIn(m.tmp, true)
+	for _, c := range []projectConfig{now, made} {
+		for p := range c.unreadable {
+			if !m.start.unreadable[p] && !m.saidUnreadable[p] {
+				m.saidUnreadable[p] = true
+				m.notes = append(m.notes, fmt.Sprintf("the session's commands made %s unreadable: what it holds (a repository, a .claude) could not be checked; look before you run git or claude there", p))
+			}
+		}
+	}
+	for p := range made.found {
+		if filepath.Base(p) == ".claude" { // the rest goes with the temp dir
+			now.found[p] = true
+		}
+	}
 	for p := range now.found {
 		if m.start.found[p] {
 			continue
@@ -280,11 +378,6 @@ func (m *madeLater) nestedAside() {
 		m.aside(p, why)
 	}
 	m.start.complete = m.start.complete && now.complete
-}
-
-func isDir(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.IsDir()
 }
 
 // finish checks once more and returns what to tell the person.

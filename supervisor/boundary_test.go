@@ -3,6 +3,7 @@ package supervisor
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,7 +22,14 @@ func TestMadeLaterMovesAsideWhatTheSessionMade(t *testing.T) {
 	for _, d := range []string{".git", "old/.git", "old/.claude"} {
 		os.MkdirAll(filepath.Join(project, d), 0o755)
 	}
-	m := newMadeLater(project, "ses_x", nestedConfig(project))
+	tmp := t.TempDir()
+	m := newMadeLater(project, tmp, "ses_x", nestedConfig(project))
+	// A skill in the temp dir, which a link in the project leads Claude
+	// Code to; a git directory through a commondir.
+	os.MkdirAll(filepath.Join(tmp, "work", ".claude", "skills", "fmt"), 0o755)
+	os.MkdirAll(filepath.Join(project, "lib"), 0o755)
+	os.WriteFile(filepath.Join(project, "lib", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.WriteFile(filepath.Join(project, "lib", "commondir"), []byte("../build/cache\n"), 0o644)
 	for _, d := range []string{"vendor/lib/.git", "sub/.claude/skills/fmt", "src/objects", "src/refs/heads", "docs"} {
 		os.MkdirAll(filepath.Join(project, d), 0o755)
 	}
@@ -31,17 +39,20 @@ func TestMadeLaterMovesAsideWhatTheSessionMade(t *testing.T) {
 	os.WriteFile(filepath.Join(project, ".mcp.json"), []byte("{}"), 0o644)
 	m.check()
 	notes := m.finish()
-	for _, gone := range []string{".mcp.json", ".git/commondir", "vendor/lib/.git", "sub/.claude", "src/HEAD"} {
+	for _, gone := range []string{".mcp.json", ".git/commondir", "vendor/lib/.git", "sub/.claude", "src/HEAD", "lib/HEAD"} {
 		if _, err := os.Lstat(filepath.Join(project, gone)); err == nil {
 			t.Errorf("%s is still there", gone)
 		}
+	}
+	if _, err := os.Lstat(filepath.Join(tmp, "work", ".claude")); err == nil {
+		t.Errorf("the temp dir's .claude is still there")
 	}
 	for _, kept := range []string{".git", "old/.git", "old/.claude", "src/objects", "docs/HEAD"} {
 		if _, err := os.Lstat(filepath.Join(project, kept)); err != nil {
 			t.Errorf("%s, there before the session, is gone", kept)
 		}
 	}
-	if len(notes) != 5 {
+	if len(notes) != 7 {
 		t.Errorf("notes: %q", notes)
 	}
 	for _, n := range notes {
@@ -101,5 +112,28 @@ func TestNestedPinsPinWhatWasThereAtTheStart(t *testing.T) {
 	projects, _ = nestedPins(many)
 	if len(projects) != maxNestedPins || projects[0] != "/p/top" {
 		t.Errorf("%d projects, the first %q; want %d, /p/top first", len(projects), projects[0], maxNestedPins)
+	}
+}
+
+// The paths a project's git config names for hooks and more config are
+// found as git resolves them: core.hooksPath from the work tree, an
+// include from the config's directory, ~ from home.
+func TestGitConfigPathsAreWhereGitLooks(t *testing.T) {
+	project, home := t.TempDir(), t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", project).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	for _, kv := range [][]string{{"core.hooksPath", ".husky/_"}, {"include.path", "../shared.gitconfig"}, {"includeIf.gitdir:~/.path", "~/work.gitconfig"}} {
+		if out, err := exec.Command("git", "-C", project, "config", "--add", kv[0], kv[1]).CombinedOutput(); err != nil {
+			t.Fatalf("git config: %v %s", err, out)
+		}
+	}
+	got := gitConfigPaths(project, home)
+	want := []string{filepath.Join(project, ".husky/_"), filepath.Join(project, "shared.gitconfig"), filepath.Join(home, "work.gitconfig")}
+	if !slices.Equal(got, want) {
+		t.Errorf("gitConfigPaths = %q, want %q", got, want)
+	}
+	if got := gitConfigPaths(t.TempDir(), home); got != nil {
+		t.Errorf("without a repository: %q", got)
 	}
 }

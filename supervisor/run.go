@@ -341,7 +341,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 		if cmd.Env, err = r.boundaryEnv(cmd.Env); err != nil {
 			return Report{}, err
 		}
-		r.made = newMadeLater(r.cfg.Cwd, r.session, r.start)
+		r.made = newMadeLater(r.cfg.Cwd, r.tmp, r.session, r.start)
 	}
 	if r.cfg.HookTransport == HookHTTP {
 		cmd.Env, _ = noProxyLoopback(cmd.Env)

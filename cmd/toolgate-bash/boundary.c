@@ -28,7 +28,8 @@
 //
 //	w PATH   writes allowed beneath PATH (Landlock); nothing else is writable
 //	p PATH   a project root: its .git (pinned), .git/config, .git/hooks,
-//	         .git/config.worktree, .claude and .mcp.json become read-only
+//	         .git/config.worktree, .git/modules, .git/commondir,
+//	         .git/worktrees, .claude and .mcp.json become read-only
 //	r PATH   PATH becomes read-only, when it exists
 //	h PATH   PATH, a directory, is hidden under an empty read-only tmpfs
 //	s PATH   PATH, a directory, is replaced by an empty one of the
@@ -257,7 +258,7 @@ static int pin(int dirfd, const char *dir, const char *name, int rw, int want_di
 // servers. .git itself is pinned, so it cannot be moved aside and remade.
 static int protect_project(const char *root)
 {
-	static const char *in_git[] = {"config", "config.worktree", "hooks", "modules", "commondir"};
+	static const char *in_git[] = {"config", "config.worktree", "hooks", "modules", "commondir", "worktrees"};
 	int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return errno == ENOENT ? 0 : fail("open", root);
