@@ -61,7 +61,14 @@ func (d *Daemon) ingestSpool(ctx context.Context, session string, remove bool) {
 				input = json.RawMessage(`{}`) // too large to spool: the audit keeps the call without it
 			}
 			c := api.Call{ToolUseID: line.ToolUseID, SessionID: session, AgentID: line.AgentID, ToolName: line.ToolName, Input: input}
-			if _, fresh, err := d.ledger.Record(ctx, c, api.Deny(api.ReasonGateUnavailable, api.SourceGate), true); err == nil && fresh {
+			// run denies some calls itself, for the guard (a skill the
+			// session made); every other deny in a spool is the gate's
+			// being away.
+			reason := api.ReasonGateUnavailable
+			if line.ReasonCode == api.ReasonToolgateGuard {
+				reason = line.ReasonCode
+			}
+			if _, fresh, err := d.ledger.Record(ctx, c, api.Deny(reason, api.SourceGate), true); err == nil && fresh {
 				n++
 			}
 		}

@@ -369,6 +369,9 @@ ln -s "$d" sub
 			{Text: "done"},
 		}})
 		t.Logf("the Skill call: %.300s", r.saw(t, "toolu_nl_skill").Text)
+		if !strings.Contains(r.stderr, "toolgate_guard 1") {
+			t.Errorf("the summary does not record the guard's deny: %s", r.stderr)
+		}
 		unchanged(t, bashrc, "# the person's\n", "the skill's hook ran outside the boundary")
 		absent(t, filepath.Join(home, "escaped.txt"), "the skill's hook ran outside the boundary")
 		absent(t, filepath.Join(w.project, "denied.txt"), "the skill's hook put a denied command in place of the allowed one")
