@@ -247,8 +247,9 @@ type projectConfig struct {
 }
 
 // nestedConfig walks project for its projectConfig, without going into a
-// .git or a .claude; what the root holds counts only with all, for a tree
-// whose root is not a project's (the session's temp dir).
+// .claude, and in a .git looking for a .claude only; what the root holds
+// counts only with all, for a tree whose root is not a project's (the
+// session's temp dir).
 func nestedConfig(project string) projectConfig { return configIn(project, false) }
 
 func configIn(root string, all bool) projectConfig {
@@ -268,20 +269,44 @@ func configIn(root string, all bool) projectConfig {
 		if p == root {
 			return nil
 		}
-		if name := d.Name(); name == ".git" || name == ".claude" || name == ".mcp.json" {
+		name := d.Name()
+		if inGit(root, p) {
+			// A git directory is the session's to write in but for what
+			// is pinned: a .claude there is one Claude Code loads through
+			// a link, or when the model reads a file beside it.
+			switch {
+			case name == ".claude":
+				found[p] = true
+				return filepath.SkipDir
+			case name == "objects" && d.IsDir():
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if name == ".git" || name == ".claude" || name == ".mcp.json" {
 			if all || filepath.Dir(p) != root {
 				found[p] = true
 			}
-			if d.IsDir() {
+			if name == ".claude" && d.IsDir() {
 				return filepath.SkipDir
 			}
 		}
-		if d.Name() == "HEAD" && !d.IsDir() && gitDirectory(filepath.Dir(p)) {
+		if name == "HEAD" && !d.IsDir() && gitDirectory(filepath.Dir(p)) {
 			found[p] = true
 		}
 		return nil
 	})
 	return projectConfig{found, unreadable, complete}
+}
+
+// inGit reports whether p, below root, is inside a .git directory.
+func inGit(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	if err != nil {
+		return false
+	}
+	parts := strings.Split(filepath.Dir(rel), string(filepath.Separator))
+	return slices.Contains(parts, ".git")
 }
 
 // gitDirectory reports whether git could take dir, which holds a HEAD,

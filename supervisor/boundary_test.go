@@ -30,6 +30,8 @@ func TestMadeLaterMovesAsideWhatTheSessionMade(t *testing.T) {
 	os.MkdirAll(filepath.Join(project, "lib"), 0o755)
 	os.WriteFile(filepath.Join(project, "lib", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 	os.WriteFile(filepath.Join(project, "lib", "commondir"), []byte("../build/cache\n"), 0o644)
+	// A skill inside the project's .git, which a link leads Claude Code to.
+	os.MkdirAll(filepath.Join(project, ".git", "x", ".claude", "skills", "fmt"), 0o755)
 	for _, d := range []string{"vendor/lib/.git", "sub/.claude/skills/fmt", "src/objects", "src/refs/heads", "docs"} {
 		os.MkdirAll(filepath.Join(project, d), 0o755)
 	}
@@ -39,7 +41,7 @@ func TestMadeLaterMovesAsideWhatTheSessionMade(t *testing.T) {
 	os.WriteFile(filepath.Join(project, ".mcp.json"), []byte("{}"), 0o644)
 	m.check()
 	notes := m.finish()
-	for _, gone := range []string{".mcp.json", ".git/commondir", "vendor/lib/.git", "sub/.claude", "src/HEAD", "lib/HEAD"} {
+	for _, gone := range []string{".mcp.json", ".git/commondir", "vendor/lib/.git", "sub/.claude", "src/HEAD", "lib/HEAD", ".git/x/.claude"} {
 		if _, err := os.Lstat(filepath.Join(project, gone)); err == nil {
 			t.Errorf("%s is still there", gone)
 		}
@@ -52,7 +54,7 @@ func TestMadeLaterMovesAsideWhatTheSessionMade(t *testing.T) {
 			t.Errorf("%s, there before the session, is gone", kept)
 		}
 	}
-	if len(notes) != 7 {
+	if len(notes) != 8 {
 		t.Errorf("notes: %q", notes)
 	}
 	for _, n := range notes {
