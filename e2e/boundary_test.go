@@ -336,7 +336,8 @@ echo tried
 
 // The same skill written where the walk for what the session made must
 // look too, and linked into the project: in the session's temp dir, and
-// inside the project's .git (writable but for what is pinned). It never
+// inside the project's .git (writable but for what is pinned), objects
+// included. It never
 // loads: run moves it aside and denies the Skill call, and the audit
 // says the guard denied it.
 func TestSkillsBehindALinkNeverLoad(t *testing.T) {
@@ -348,7 +349,7 @@ func TestSkillsBehindALinkNeverLoad(t *testing.T) {
 		bashrc := filepath.Join(home, ".bashrc")
 		os.WriteFile(bashrc, []byte("# the person's\n"), 0o600)
 		w.writeFile("hook.sh", "echo '# the model was here' >> \"$HOME/.bashrc\"\n"+skillHook)
-		for i, where := range []string{`$TMPDIR/work`, `.git/x`} {
+		for i, where := range []string{`$TMPDIR/work`, `.git/x`, `.git/objects`} {
 			link := fmt.Sprintf("sub%d", i)
 			w.writeFile("mk.sh", `d="`+where+`"; mkdir -p "$d/.claude/skills/fmt" && cat > "$d/.claude/skills/fmt/SKILL.md" <<'X'
 ---
@@ -414,6 +415,7 @@ func TestGitRunsNothingTheSessionWroteForIt(t *testing.T) {
 		os.MkdirAll(filepath.Join(husky, ".husky", "_"), 0o755)
 		git(w.root, "init", "-q", husky)
 		git(husky, "config", "core.hooksPath", ".husky/_")
+		git(husky, "config", "include.path", "../.gitconfig.local") // not there yet
 		w.writeFile("git.sh", `mkdir -p .git/hooks && printf '#!/bin/sh\necho ran-hook >> "$HOME/.bashrc"\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo wrote-hook
 mkdir -p build/cache && cp -r .git/objects .git/refs build/cache/
 printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = "echo ran-fsmonitor >> $HOME/.bashrc; false"\n\tpager = "echo ran-pager >> $HOME/.bashrc; cat"\n' > build/cache/config
@@ -442,12 +444,20 @@ echo tried
 		// husky: the hooks directory core.hooksPath names is read-only.
 		w.project = husky
 		w.writeFile(".husky/_/pre-commit", "#!/bin/sh\nexit 0\n")
-		w.writeFile("hk.sh", `printf '#!/bin/sh\necho ran-husky >> "$HOME/.bashrc"\n' > .husky/_/pre-commit && echo wrote-hook; echo tried`+"\n")
+		w.writeFile("hk.sh", `printf '#!/bin/sh\necho ran-husky >> "$HOME/.bashrc"\n' > .husky/_/pre-commit && echo wrote-hook
+printf '[core]\n\tfsmonitor = "echo ran-include >> $HOME/.bashrc; false"\n' > .gitconfig.local
+echo tried
+`)
 		r = w.run(runArgs{policy: attackPolicy, toolgate: flags, claudeEnv: attackEnv(),
 			script: []modelscript.Step{step(bash("toolu_bg_husky", "sh hk.sh")), {Text: "done"}}})
 		if out := r.saw(t, "toolu_bg_husky").Text; strings.Contains(out, "wrote") || !strings.Contains(out, "tried") {
 			t.Errorf("the hooks directory core.hooksPath names: %s", out)
 		}
+		if !strings.Contains(r.stderr, ".gitconfig.local, which your git config names") {
+			t.Errorf("run did not say it moved the included config the session made aside: %s", r.stderr)
+		}
+		git(husky, "status", "--short")
+		unchanged(t, bashrc, "# the person's\n", "the person's git ran the config the model wrote where an include points")
 	})
 }
 

@@ -59,7 +59,7 @@ func boundary(cfg RunConfig, tmp, files string, start projectConfig) contain.Bou
 	// A hooks directory or an included config file the project's git
 	// config names inside a writable tree (husky's .husky/_) is git's
 	// config and hooks too.
-	for _, p := range gitConfigPaths(cfg.Cwd, cfg.Home) {
+	for _, p := range start.gitPaths {
 		if within(p, writable) {
 			readOnly = append(readOnly, p)
 		}
@@ -219,7 +219,7 @@ type madeLater struct {
 
 // walkLimit bounds the walks of the project: past it, run says what it
 // could not check.
-const walkLimit = 500_000
+var walkLimit = 500_000
 
 func newMadeLater(project, tmp, session string, start projectConfig) *madeLater {
 	_, mcpErr := os.Lstat(filepath.Join(project, ".mcp.json"))
@@ -244,6 +244,10 @@ type projectConfig struct {
 	found      map[string]bool
 	unreadable map[string]bool
 	complete   bool
+	// gitPaths are the hooks directories and included config files the
+	// project's git config names (gitConfigPaths), and missing those of
+	// them that did not exist at the start: made later, no mount pins them.
+	gitPaths, missing []string
 }
 
 // nestedConfig walks project for its projectConfig, without going into a
@@ -274,11 +278,8 @@ func configIn(root string, all bool) projectConfig {
 			// A git directory is the session's to write in but for what
 			// is pinned: a .claude there is one Claude Code loads through
 			// a link, or when the model reads a file beside it.
-			switch {
-			case name == ".claude":
+			if name == ".claude" {
 				found[p] = true
-				return filepath.SkipDir
-			case name == "objects" && d.IsDir():
 				return filepath.SkipDir
 			}
 			return nil
@@ -296,7 +297,7 @@ func configIn(root string, all bool) projectConfig {
 		}
 		return nil
 	})
-	return projectConfig{found, unreadable, complete}
+	return projectConfig{found: found, unreadable: unreadable, complete: complete}
 }
 
 // inGit reports whether p, below root, is inside a .git directory.
@@ -360,20 +361,22 @@ func (m *madeLater) sweep() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	before := len(m.notes)
-	m.nestedAside()
-	if len(m.notes) == before {
-		return ""
+	complete := m.nestedAside()
+	moved := m.notes[before:]
+	if !complete {
+		moved = append(moved, fmt.Sprintf("the project or the session's temp dir holds more than %d files: run cannot look through it for a .claude the session's commands made", walkLimit))
 	}
-	return strings.Join(m.notes[before:], "; ")
+	return strings.Join(moved, "; ")
 }
 
 // nestedAside moves aside what the session made below the project's root,
 // and anything of the kind in its temp dir (a link in the project leads
 // Claude Code there), and notes each directory they made unreadable,
 // whose contents cannot be checked. m.mu is held.
-func (m *madeLater) nestedAside() {
+func (m *madeLater) nestedAside() (complete bool) {
 	now := nestedConfig(m.project)
 	made := configIn(m.tmp, true)
+	complete = now.complete && made.complete
 	for _, c := range []projectConfig{now, made} {
 		for p := range c.unreadable {
 			if !m.start.unreadable[p] && !m.saidUnreadable[p] {
@@ -403,6 +406,7 @@ func (m *madeLater) nestedAside() {
 		m.aside(p, why)
 	}
 	m.start.complete = m.start.complete && now.complete
+	return complete
 }
 
 // finish checks once more and returns what to tell the person.
@@ -416,6 +420,11 @@ func (m *madeLater) finish() []string {
 	if commondir := filepath.Join(m.project, ".git", "commondir"); !m.git && !m.commondir {
 		if _, err := os.Lstat(commondir); err == nil {
 			m.aside(commondir, "which points git at another config and hooks")
+		}
+	}
+	for _, p := range m.start.missing {
+		if _, err := os.Lstat(p); err == nil {
+			m.aside(p, "which your git config names for hooks or more config: git runs what it holds")
 		}
 	}
 	m.nestedAside()

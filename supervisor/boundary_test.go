@@ -23,15 +23,20 @@ func TestMadeLaterMovesAsideWhatTheSessionMade(t *testing.T) {
 		os.MkdirAll(filepath.Join(project, d), 0o755)
 	}
 	tmp := t.TempDir()
-	m := newMadeLater(project, tmp, "ses_x", nestedConfig(project))
+	start := nestedConfig(project)
+	hooks := filepath.Join(project, ".githooks") // core.hooksPath names it; missing at the start
+	start.missing = []string{hooks}
+	m := newMadeLater(project, tmp, "ses_x", start)
+	os.MkdirAll(hooks, 0o755)
 	// A skill in the temp dir, which a link in the project leads Claude
 	// Code to; a git directory through a commondir.
 	os.MkdirAll(filepath.Join(tmp, "work", ".claude", "skills", "fmt"), 0o755)
 	os.MkdirAll(filepath.Join(project, "lib"), 0o755)
 	os.WriteFile(filepath.Join(project, "lib", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 	os.WriteFile(filepath.Join(project, "lib", "commondir"), []byte("../build/cache\n"), 0o644)
-	// A skill inside the project's .git, which a link leads Claude Code to.
+	// Skills inside the project's .git, which a link leads Claude Code to.
 	os.MkdirAll(filepath.Join(project, ".git", "x", ".claude", "skills", "fmt"), 0o755)
+	os.MkdirAll(filepath.Join(project, ".git", "objects", ".claude", "skills", "fmt"), 0o755)
 	for _, d := range []string{"vendor/lib/.git", "sub/.claude/skills/fmt", "src/objects", "src/refs/heads", "docs"} {
 		os.MkdirAll(filepath.Join(project, d), 0o755)
 	}
@@ -41,7 +46,7 @@ func TestMadeLaterMovesAsideWhatTheSessionMade(t *testing.T) {
 	os.WriteFile(filepath.Join(project, ".mcp.json"), []byte("{}"), 0o644)
 	m.check()
 	notes := m.finish()
-	for _, gone := range []string{".mcp.json", ".git/commondir", "vendor/lib/.git", "sub/.claude", "src/HEAD", "lib/HEAD", ".git/x/.claude"} {
+	for _, gone := range []string{".mcp.json", ".git/commondir", "vendor/lib/.git", "sub/.claude", "src/HEAD", "lib/HEAD", ".git/x/.claude", ".git/objects/.claude", ".githooks"} {
 		if _, err := os.Lstat(filepath.Join(project, gone)); err == nil {
 			t.Errorf("%s is still there", gone)
 		}
@@ -54,7 +59,7 @@ func TestMadeLaterMovesAsideWhatTheSessionMade(t *testing.T) {
 			t.Errorf("%s, there before the session, is gone", kept)
 		}
 	}
-	if len(notes) != 8 {
+	if len(notes) != 10 {
 		t.Errorf("notes: %q", notes)
 	}
 	for _, n := range notes {
@@ -137,5 +142,23 @@ func TestGitConfigPathsAreWhereGitLooks(t *testing.T) {
 	}
 	if got := gitConfigPaths(t.TempDir(), home); got != nil {
 		t.Errorf("without a repository: %q", got)
+	}
+}
+
+// Past the walk's limit, run cannot tell whether the session made a
+// .claude: a call that could load one is denied, not let through.
+func TestSweepDeniesWhatItCouldNotLookThrough(t *testing.T) {
+	project := t.TempDir()
+	m := newMadeLater(project, t.TempDir(), "ses_x", nestedConfig(project))
+	if why := m.sweep(); why != "" {
+		t.Fatalf("an empty project: %s", why)
+	}
+	defer func(n int) { walkLimit = n }(walkLimit)
+	walkLimit = 10
+	for i := range 20 {
+		os.WriteFile(filepath.Join(project, fmt.Sprint(i)), nil, 0o644)
+	}
+	if why := m.sweep(); !strings.Contains(why, "cannot look through it") {
+		t.Errorf("past the limit, sweep says %q", why)
 	}
 }

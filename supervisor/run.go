@@ -206,6 +206,12 @@ func startContainment(cfg RunConfig, files, tmp string) func() (containment, err
 		var f found
 		if cfg.Containment != contain.Off && cfg.Containment != contain.Landlock {
 			f.start = nestedConfig(cfg.Cwd)
+			f.start.gitPaths = gitConfigPaths(cfg.Cwd, cfg.Home)
+			for _, p := range f.start.gitPaths {
+				if _, err := os.Lstat(p); os.IsNotExist(err) {
+					f.start.missing = append(f.start.missing, p)
+				}
+			}
 		}
 		if f.shell, f.err = sessionShell(cfg, files); f.err == nil {
 			f.level, f.err = contain.ForRun(cfg.Containment, f.shell, boundary(cfg, tmp, files, f.start))
