@@ -215,6 +215,10 @@ type madeLater struct {
 	mu             sync.Mutex
 	notes          []string
 	saidUnreadable map[string]bool
+	// tainted is set once the session's commands made a .claude (or hid
+	// one in a directory made unreadable): Claude Code may have read what
+	// it defines already, when the model worked beside it, and holds it.
+	tainted bool
 }
 
 // walkLimit bounds the walks of the project: past it, run says what it
@@ -336,6 +340,9 @@ func (m *madeLater) check() {
 // aside moves what the session made aside (removes it, if that fails),
 // and notes it. m.mu is held.
 func (m *madeLater) aside(path, why string) {
+	if filepath.Base(path) == ".claude" {
+		m.tainted = true
+	}
 	to := path + m.suffix
 	err := os.Rename(path, to)
 	if err == nil {
@@ -366,7 +373,46 @@ func (m *madeLater) sweep() string {
 	if !complete {
 		moved = append(moved, fmt.Sprintf("the project or the session's temp dir holds more than %d files: run cannot look through it for a .claude the session's commands made", walkLimit))
 	}
+	if len(moved) == 0 && m.tainted {
+		moved = append(moved, "the session's commands made a .claude earlier, and Claude Code may hold what it defines: no skill, agent or command loads for the rest of this session")
+	}
 	return strings.Join(moved, "; ")
+}
+
+// beside moves aside a .claude the session made in the directory a file
+// tool is about to work in at path, or above it up to the project's root
+// or the temp dir's, as written and with its links resolved: Claude Code
+// loads the skills of the directories it works in when it works there,
+// and holds them. It says what it moved ("" when nothing).
+func (m *madeLater) beside(path string) string {
+	if path == "" || !filepath.IsAbs(path) {
+		return ""
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	before := len(m.notes)
+	dirs := []string{filepath.Dir(path)}
+	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			dirs = append(dirs, real)
+			break
+		}
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	for _, dir := range dirs {
+		for d := dir; within(d, []string{m.project, m.tmp}) && d != m.project; d = filepath.Dir(d) {
+			c := filepath.Join(d, ".claude")
+			if _, err := os.Lstat(c); err == nil && !m.start.found[c] {
+				m.aside(c, "Claude Code configuration (skills, agents and their hooks) for that directory")
+			}
+			if d == m.tmp {
+				break
+			}
+		}
+	}
+	return strings.Join(m.notes[before:], "; ")
 }
 
 // nestedAside moves aside what the session made below the project's root,
@@ -381,6 +427,7 @@ func (m *madeLater) nestedAside() (complete bool) {
 		for p := range c.unreadable {
 			if !m.start.unreadable[p] && !m.saidUnreadable[p] {
 				m.saidUnreadable[p] = true
+				m.tainted = true
 				m.notes = append(m.notes, fmt.Sprintf("the session's commands made %s unreadable: what it holds (a repository, a .claude) could not be checked; look before you run git or claude there", p))
 			}
 		}

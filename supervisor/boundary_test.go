@@ -162,3 +162,35 @@ func TestSweepDeniesWhatItCouldNotLookThrough(t *testing.T) {
 		t.Errorf("past the limit, sweep says %q", why)
 	}
 }
+
+// A file tool about to work beside a .claude the session made (in its
+// directory or above, as written or through a link) moves it aside first;
+// from then on no call that could load a skill is let through, since
+// Claude Code may already hold what it found. What was there at the
+// start is left alone.
+func TestBesideMovesAsideWhatAFileToolWouldFind(t *testing.T) {
+	project, tmp := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(project, "old", ".claude"), 0o755)
+	m := newMadeLater(project, tmp, "ses_x", nestedConfig(project))
+	if why := m.beside(filepath.Join(project, "old", "notes.txt")); why != "" {
+		t.Errorf("beside what was there at the start: %s", why)
+	}
+	if why := m.sweep(); why != "" {
+		t.Errorf("sweep before anything was made: %s", why)
+	}
+	os.MkdirAll(filepath.Join(project, "sub", ".claude", "skills", "fmt"), 0o755)
+	os.MkdirAll(filepath.Join(tmp, "work", ".claude", "skills", "fmt"), 0o755)
+	os.Symlink(filepath.Join(tmp, "work"), filepath.Join(project, "link"))
+	if why := m.beside(filepath.Join(project, "sub", "deep", "notes.txt")); !strings.Contains(why, "sub/.claude") {
+		t.Errorf("beside a made .claude above: %q", why)
+	}
+	if why := m.beside(filepath.Join(project, "link", "notes.txt")); why == "" {
+		t.Errorf("beside a made .claude through a link: nothing moved")
+	}
+	if _, err := os.Lstat(filepath.Join(tmp, "work", ".claude")); err == nil {
+		t.Errorf("the .claude a link led to is still there")
+	}
+	if why := m.sweep(); !strings.Contains(why, "no skill, agent or command loads") {
+		t.Errorf("sweep after the session made a .claude: %q", why)
+	}
+}

@@ -228,9 +228,22 @@ func (h *hookServer) decide(ctx context.Context, raw []byte) decision {
 		h.transcript(p)
 	}
 	// A skill, agent or command the session's own commands wrote would
-	// bring hooks that run outside the boundary.
-	if made := h.r.made; made != nil && loadsConfig[ev.Get("tool_name").Str] {
-		if moved := made.sweep(); moved != "" {
+	// bring hooks that run outside the boundary: a call that could load
+	// one is denied once the session made one (sweep), and a file tool's
+	// call beside one the session made moves it aside first (beside):
+	// Claude Code finds the skills of the directories it works in.
+	if made := h.r.made; made != nil {
+		moved := ""
+		if loadsConfig[ev.Get("tool_name").Str] {
+			moved = made.sweep()
+		} else if in := ev.Get("tool_input"); in.IsObject() {
+			for _, key := range []string{"file_path", "notebook_path", "path"} {
+				if moved = made.beside(in.Get(key).Str); moved != "" {
+					break
+				}
+			}
+		}
+		if moved != "" {
 			v := api.Deny(api.ReasonToolgateGuard, api.SourceGate)
 			v.Message = api.DenyMessage(v, moved)
 			return decision{v: h.denyWith(raw, v, errors.New(moved))}
