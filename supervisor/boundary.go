@@ -359,7 +359,7 @@ func (m *madeLater) aside(path, why string) {
 // loadsConfig are the tools with which Claude Code loads what a .claude
 // directory defines (skills, agents, commands), and with it their hooks,
 // which run outside the Bash boundary.
-var loadsConfig = map[string]bool{"Skill": true, "Task": true, "Agent": true, "SlashCommand": true}
+var loadsConfig = map[string]bool{"Skill": true, "Task": true, "Agent": true, "SlashCommand": true, "EnterWorktree": true}
 
 // sweep moves aside the nested .git and .claude the session's commands
 // made since the start, before a call that could load what one defines,
@@ -385,14 +385,21 @@ func (m *madeLater) sweep() string {
 // loads the skills of the directories it works in when it works there,
 // and holds them. It says what it moved ("" when nothing).
 func (m *madeLater) beside(path string) string {
-	if path == "" || !filepath.IsAbs(path) {
+	if path == "" {
 		return ""
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(m.project, path) // claude's working directory
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	before := len(m.notes)
-	dirs := []string{filepath.Dir(path)}
-	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		dir = path // a tool that works in a directory works beside what it holds
+	}
+	dirs := []string{dir}
+	for d := dir; ; d = filepath.Dir(d) {
 		if real, err := filepath.EvalSymlinks(d); err == nil {
 			dirs = append(dirs, real)
 			break

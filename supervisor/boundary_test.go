@@ -193,4 +193,14 @@ func TestBesideMovesAsideWhatAFileToolWouldFind(t *testing.T) {
 	if why := m.sweep(); !strings.Contains(why, "no skill, agent or command loads") {
 		t.Errorf("sweep after the session made a .claude: %q", why)
 	}
+	// A directory the tool works in, and a path relative to claude's
+	// working directory (the project).
+	os.MkdirAll(filepath.Join(project, "pkg", ".claude", "skills", "fmt"), 0o755)
+	if why := m.beside(filepath.Join(project, "pkg")); !strings.Contains(why, "pkg/.claude") {
+		t.Errorf("a tool working in a directory that holds a made .claude: %q", why)
+	}
+	os.MkdirAll(filepath.Join(project, "rel", ".claude", "skills", "fmt"), 0o755)
+	if why := m.beside("rel/notes.txt"); !strings.Contains(why, "rel/.claude") {
+		t.Errorf("a relative path beside a made .claude: %q", why)
+	}
 }
