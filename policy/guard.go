@@ -48,6 +48,10 @@ var guardDecisions = map[string]bool{"approve": true, "deny": true, "serve": tru
 // (and its containment): what the model schedules could approve its calls.
 var guardPrograms = map[string]bool{"crontab": true, "at": true, "batch": true, "systemd-run": true}
 
+// PathKeys are the keys of a tool's input that name a file or directory
+// it works in.
+var PathKeys = []string{"file_path", "notebook_path", "path"}
+
 // check is the guard's verdict on a call, with the rule that denied it
 // and why; ok is false when the guard lets the call through to the policy.
 func (g *Guard) check(c Call) (rule, why string, denied bool) {
@@ -55,7 +59,7 @@ func (g *Guard) check(c Call) (rule, why string, denied bool) {
 		return "", "", false
 	}
 	in := gjson.ParseBytes(c.Input)
-	for _, key := range []string{"file_path", "notebook_path", "path"} {
+	for _, key := range PathKeys {
 		if p := in.Get(key); p.Type == gjson.String {
 			if hit := g.protects(normalizePath(p.Str, c)); hit != "" {
 				return GuardFiles, key + " " + p.Str + " is under " + hit + ", which no session may touch", true

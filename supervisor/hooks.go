@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/policy"
 )
 
 // Hook transports: how Claude Code hands toolgate run each call (HookAuto
@@ -237,7 +238,7 @@ func (h *hookServer) decide(ctx context.Context, raw []byte) decision {
 		if loadsConfig[ev.Get("tool_name").Str] {
 			moved = made.sweep()
 		} else if in := ev.Get("tool_input"); in.IsObject() {
-			for _, key := range []string{"file_path", "notebook_path", "path"} {
+			for _, key := range policy.PathKeys {
 				if moved = made.beside(in.Get(key).Str); moved != "" {
 					break
 				}
