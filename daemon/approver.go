@@ -105,8 +105,14 @@ func (d *Daemon) handleDecide(w http.ResponseWriter, r *http.Request) {
 // selfApproval says why a decision from pid must be refused, with an
 // incident code, or "".
 func (d *Daemon) selfApproval(pid int) (what, why string) {
+	return d.selfApprovalAmong(pid, d.sessions.gatedPIDs())
+}
+
+// selfApprovalAmong is selfApproval with gated as the processes whose
+// descendants (themselves included) are gated.
+func (d *Daemon) selfApprovalAmong(pid int, gated map[int]bool) (what, why string) {
 	switch {
-	case descendsFrom(pid, d.sessions.gatedPIDs()):
+	case descendsFrom(pid, gated):
 		return "self_approval", "a gated session cannot decide its own approvals; a person must, from outside the session"
 	case startedByClaude(pid):
 		return "self_approval", "a gated session cannot decide its own approvals: this process was started by Claude Code " +

@@ -50,7 +50,9 @@ func (d *Daemon) handleResume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, _ := peerFrom(r.Context())
-	if what, refusal := d.selfApproval(p.PID); refusal != "" {
+	// The caller may be a resume whose earlier session ended: it takes up
+	// the next one.
+	if what, refusal := d.selfApprovalAmong(p.PID, d.sessions.gatedPIDsFor(p.PID)); refusal != "" {
 		d.incident(r.Context(), r.PathValue("id"), api.Incident{What: what, PID: p.PID, Exe: actorOf(p).Exe, Detail: "resume"})
 		writeError(w, http.StatusForbidden, "self_approval", "a gated session cannot resume a session: "+refusal)
 		return

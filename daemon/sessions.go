@@ -314,6 +314,26 @@ func (ss *sessions) gatedPIDs() map[int]bool {
 	return pids
 }
 
+// gatedPIDsFor is gatedPIDs as it stands for the process pid itself: a
+// supervisor whose every session has ended (toolgate resume, between the
+// sessions it takes up one after another) is no longer gated, while what
+// it started still is. A process that supervises a session not yet over,
+// or that is a session's claude, stays gated.
+func (ss *sessions) gatedPIDsFor(pid int) map[int]bool {
+	pids := ss.gatedPIDs()
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for _, s := range ss.byID {
+		if s.rec.ClaudePID == pid || s.settings.SupervisorPID == pid && s.rec.EndedAt == nil {
+			return pids
+		}
+	}
+	// pid's parents are still checked: a supervisor that a gated session
+	// started is gated through them.
+	delete(pids, pid)
+	return pids
+}
+
 // contained reports whether a session that runs contained has a process
 // left: then a process with no_new_privs cannot be a person's.
 func (ss *sessions) contained() bool {

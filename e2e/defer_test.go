@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,5 +256,73 @@ func TestDeferredApprovalBelongsToItsSession(t *testing.T) {
 	}
 	if runs, _ := os.ReadFile(filepath.Join(w.project, "runs.txt")); string(runs) != "ran\n" {
 		t.Errorf("the approved call ran %q on its session's resume, want once", runs)
+	}
+}
+
+// One toolgate resume takes up every decided session it finds, one after
+// another, and reports each: the first one's run does not make the
+// resume a gated process for the next.
+func TestResumeGoesOnWithEveryDecidedSession(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	files := []string{"first.txt", "second.txt"}
+	for i, file := range files {
+		_, id := w.deferred(t, []modelscript.Step{step(bash(fmt.Sprintf("toolu_def%d", i), "touch "+file))})
+		if code, out := w.toolgate("approve", id); code != 0 {
+			t.Fatalf("approve: %d %s", code, out)
+		}
+	}
+	code, listed, _ := w.resume([]modelscript.Step{{Text: "done"}, {Text: "done"}})
+	if code != 0 || len(listed) != 2 {
+		t.Fatalf("resume: exit %d %v, want 0 and both sessions", code, listed)
+	}
+	for _, l := range listed {
+		if l["outcome"] != "resumed" {
+			t.Errorf("resume listed %v, want every session resumed", l)
+		}
+	}
+	for _, file := range files {
+		if _, err := os.Stat(filepath.Join(w.project, file)); err != nil {
+			t.Errorf("the approved call that makes %s did not run", file)
+		}
+	}
+}
+
+// What a resumed session runs cannot take up the next deferred session
+// itself, whatever let the resume go on to it: the model's command runs
+// toolgate resume (uncontained, so that the daemon is all that stands in
+// its way) and is refused; the person's resume takes up both.
+func TestResumedSessionCannotResumeAnother(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	files := []string{"first.txt", "second.txt"}
+	for i, file := range files {
+		_, id := w.deferred(t, []modelscript.Step{step(bash(fmt.Sprintf("toolu_def%d", i), "touch "+file))})
+		if code, out := w.toolgate("approve", id); code != 0 {
+			t.Fatalf("approve: %d %s", code, out)
+		}
+	}
+	inner := filepath.Join(w.project, "inner.txt")
+	// The script is a file of the project, as an allowed program's code
+	// is: the guard denies a command line that names toolgate. It drops
+	// CLAUDECODE, the variable that tells a process Claude Code started.
+	w.writeFile("inner.sh", fmt.Sprintf("env -u CLAUDECODE %s resume --json > %s 2>&1; echo exit $? >> %s\n", toolgateBin, inner, inner))
+	const attack = "sh inner.sh"
+	// A resumed conversation's next turn is its second: the first resumed
+	// session runs the attack (the second proposes the same tool_use_id,
+	// which is another session's: denied).
+	_, listed, _ := w.resume([]modelscript.Step{{Text: "not asked"}, step(bash("toolu_inner", attack)), {Text: "done"}},
+		"--containment", "off")
+	said, _ := os.ReadFile(inner)
+	if !strings.Contains(string(said), "a gated session cannot resume") || strings.Contains(string(said), `"resumed"`) {
+		t.Errorf("the resumed session's toolgate resume said:\n%s", said)
+	}
+	if len(listed) != 2 || listed[0]["outcome"] != "resumed" || listed[1]["outcome"] != "resumed" {
+		t.Errorf("the person's resume: %v, want both sessions resumed by it", listed)
+	}
+	for _, file := range files {
+		if _, err := os.Stat(filepath.Join(w.project, file)); err != nil {
+			t.Errorf("the approved call that makes %s did not run", file)
+		}
 	}
 }
