@@ -154,8 +154,14 @@ func (c *Client) Session(ctx context.Context, id string) (Session, error) {
 
 // EndSession marks a session ended.
 func (c *Client) EndSession(ctx context.Context, id string) (EndedSession, error) {
+	return c.EndSessionFor(ctx, id, EndEnded)
+}
+
+// EndSessionFor marks a session ended for reason: EndEnded, or
+// EndInterrupted when its supervisor was stopped.
+func (c *Client) EndSessionFor(ctx context.Context, id, reason string) (EndedSession, error) {
 	var s EndedSession
-	return s, c.do(ctx, "POST", "/v1/sessions/"+escape(id)+"/end", nil, &s)
+	return s, c.do(ctx, "POST", "/v1/sessions/"+escape(id)+"/end", EndSessionRequest{Reason: reason}, &s)
 }
 
 // Resume takes up a deferred session again, once: the caller becomes its

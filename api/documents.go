@@ -184,6 +184,9 @@ const (
 	EndEnded     = "ended"     // its supervisor (or Claude Code, for an installed hook) ended it
 	EndAbandoned = "abandoned" // its processes were gone: the daemon ended it
 	EndDeferred  = "deferred"  // it deferred a call for a person (--on-ask defer): toolgate resume goes on
+	// EndInterrupted: its supervisor was stopped (Ctrl-C, SIGTERM) and
+	// ended it; what still waited for a person is withdrawn.
+	EndInterrupted = "interrupted"
 )
 
 // Incident is something the daemon refused because it could only be an

@@ -194,6 +194,12 @@ type ChainHead struct {
 	Hash string `json:"hash"`
 }
 
+// EndSessionRequest says why a supervisor ends its session: EndEnded
+// (also when it is empty) or EndInterrupted.
+type EndSessionRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
 // EndedSession is a session as its end left it, with the audit chain's
 // head once everything of it was recorded.
 type EndedSession struct {

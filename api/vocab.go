@@ -22,6 +22,7 @@ const (
 	ReasonDefault            = "default"
 	ReasonSchemaInvalid      = "schema_invalid"
 	ReasonApprovalExpired    = "approval_expired"
+	ReasonApprovalWithdrawn  = "approval_withdrawn" // the run that asked was stopped before anyone decided
 	ReasonUserDenied         = "user_denied"
 	ReasonUserApproved       = "user_approved"
 	ReasonRequiresUser       = "requires_user_interaction"
@@ -75,8 +76,9 @@ const (
 
 // Actors that are not people.
 const (
-	ActorExpiry   = "system:expiry"    // an approval's time ran out
-	ActorHookGone = "system:hook_gone" // an installed hook stopped waiting
+	ActorExpiry    = "system:expiry"    // an approval's time ran out
+	ActorHookGone  = "system:hook_gone" // an installed hook stopped waiting
+	ActorWithdrawn = "system:withdrawn" // the run that asked was stopped (Ctrl-C, SIGTERM)
 )
 
 // Claude Code's hook events that toolgate handles.

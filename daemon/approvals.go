@@ -263,8 +263,11 @@ func (g *gate) detail(ctx context.Context, a api.Approval) api.ApprovalDetail {
 
 // describeRefusal says why a decision was refused, for the approver.
 func describeRefusal(te *ledger.TerminalError) string {
-	switch te.Approval.Status {
-	case api.StatusExpired:
+	switch {
+	case te.Decision != nil && te.Decision.Actor == api.ActorWithdrawn:
+		return fmt.Sprintf("approval %s was withdrawn: the run that asked was stopped before anyone decided, and the call was denied %s",
+			te.Approval.ID, api.ReasonApprovalWithdrawn)
+	case te.Approval.Status == api.StatusExpired:
 		return fmt.Sprintf("approval %s expired at %s; nothing was decided, and the call was denied approval_expired",
 			te.Approval.ID, te.Approval.ExpiresAt.Local().Format(time.RFC3339))
 	default:

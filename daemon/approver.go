@@ -89,8 +89,8 @@ func (d *Daemon) handleDecide(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.As(err, &te):
 		code := "already_decided"
-		if te.Approval.Status == api.StatusExpired {
-			code = "expired"
+		if te.Approval.Status == api.StatusExpired && (te.Decision == nil || te.Decision.Actor != api.ActorWithdrawn) {
+			code = "expired" // its time ran out; a withdrawn one was settled, as a decided one is
 		}
 		writeError(w, http.StatusConflict, code, describeRefusal(te))
 		return

@@ -415,7 +415,19 @@ func (d *Daemon) handleEndSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec, err := d.gate.endSession(r.Context(), s.id, api.EndEnded)
+	var req api.EndSessionRequest
+	if r.ContentLength != 0 && !decodeRequest(w, r, &req) {
+		return
+	}
+	switch req.Reason {
+	case "":
+		req.Reason = api.EndEnded
+	case api.EndEnded, api.EndInterrupted:
+	default:
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("a session ends %s or %s, not %q", api.EndEnded, api.EndInterrupted, req.Reason))
+		return
+	}
+	rec, err := d.gate.endSession(r.Context(), s.id, req.Reason)
 	if err != nil {
 		d.fail(w, r, err)
 		return

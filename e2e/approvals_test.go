@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -332,5 +333,45 @@ func waitLine(t *testing.T, l *lines, parts ...string) {
 		case <-timeout:
 			t.Fatalf("no line with %q", parts)
 		}
+	}
+}
+
+// A person who stops toolgate run while an ask waits (Ctrl-C in its
+// terminal, or SIGTERM from a job's supervisor) gets exit 130, and the
+// audit says the ask was withdrawn when the run stopped, not that its
+// time ran out; the call did not run.
+func TestInterruptedRunWithdrawsItsAsk(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t)
+			r, wait := w.runAsyncCmd(runArgs{policy: askTouchPolicy, script: []modelscript.Step{step(bash("toolu_e2e_int", "touch asked.txt"))}})
+			id := r.lines.approvalID(t)
+			r.cmd.Process.Signal(sig)
+			res := wait()
+			if res.code != 130 {
+				t.Errorf("exit %d, want 130", res.code)
+			}
+			if _, err := os.Stat(filepath.Join(w.project, "asked.txt")); err == nil {
+				t.Error("the call ran")
+			}
+			c := res.call(t, "toolu_e2e_int")
+			if c.Effect != api.EffectDeny || c.ReasonCode != api.ReasonApprovalWithdrawn || c.Actor != api.ActorWithdrawn || c.Executed {
+				t.Errorf("the report's call: %+v, want a deny %s by %s", c, api.ReasonApprovalWithdrawn, api.ActorWithdrawn)
+			}
+			if res.report.Counts.Expired != 0 || !strings.Contains(res.stderr, "1 withdrawn") {
+				t.Errorf("counts %+v, summary %q: want the ask withdrawn, none expired", res.report.Counts, res.stderr)
+			}
+			for _, a := range w.audit(res.report.SessionID) {
+				if a.ToolUseID == "toolu_e2e_int" && (a.ReasonCode != api.ReasonApprovalWithdrawn || a.Actor != api.ActorWithdrawn) {
+					t.Errorf("the audit's call: %+v", a)
+				}
+			}
+			// A person who answers late is told what became of it.
+			if code, out := w.toolgate("approve", id); code != 79 || !strings.Contains(out, "withdrawn") {
+				t.Errorf("approve after the run stopped: exit %d %q, want 79 and why", code, out)
+			}
+		})
 	}
 }

@@ -38,7 +38,7 @@ func TestAllowedBashRunsOnce(t *testing.T) {
 		if len(calls) != 1 || calls[0].Effect != "allow" || calls[0].RuleID != "allow-touch" || !calls[0].Executed || calls[0].Executions != 1 {
 			t.Errorf("audit: %+v", calls)
 		}
-		if r.report.Counts.Allowed != 1 || r.report.Counts.Executed != 1 || r.report.SchemaVersion != 4 {
+		if r.report.Counts.Allowed != 1 || r.report.Counts.Executed != 1 || r.report.SchemaVersion != 5 {
 			t.Errorf("counts: %+v", r.report.Counts)
 		}
 	})

@@ -48,7 +48,7 @@ func TestReportEveryField(t *testing.T) {
 	if rep.Policy.Path != r.policyFile || rep.Policy.Version != 4 || rep.Policy.SHA256 != hex.EncodeToString(sum[:]) {
 		t.Errorf("policy: %+v, want %s, version 4, sha256 %x", rep.Policy, r.policyFile, sum)
 	}
-	if rep.SchemaVersion != 4 || !strings.HasPrefix(rep.SessionID, "ses_") || rep.ClaudeExitCode != 0 || rep.ExitCode != 75 || r.code != 75 {
+	if rep.SchemaVersion != 5 || !strings.HasPrefix(rep.SessionID, "ses_") || rep.ClaudeExitCode != 0 || rep.ExitCode != 75 || r.code != 75 {
 		t.Errorf("schema %d, session %q, claude %d, exit %d (process %d)", rep.SchemaVersion, rep.SessionID, rep.ClaudeExitCode, rep.ExitCode, r.code)
 	}
 	if rep.StartedAt.Before(before.Add(-time.Second)) || rep.EndedAt.After(after.Add(time.Second)) || !rep.StartedAt.Before(rep.EndedAt) {

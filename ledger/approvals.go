@@ -213,6 +213,8 @@ func settle(t *tx, a api.Approval, status string, d api.Decision) (api.Approval,
 	switch {
 	case status == api.StatusExpired && d.Decision == api.EffectAsk:
 		v.Source = api.SourceClaude // still an ask: Claude Code's dialog decides
+	case status == api.StatusExpired && d.Actor == api.ActorWithdrawn:
+		v.Source = api.SourceGate // the run stopped: nobody decided, and no time ran out
 	case status == api.StatusExpired:
 		v.Source = api.SourceExpiry
 	}
@@ -235,6 +237,20 @@ func expire(t *tx, a api.Approval) (api.Approval, api.Decision, error) {
 		return handOff(t, a, api.ActorExpiry)
 	}
 	return settle(t, a, api.StatusExpired, api.Decision{Decision: api.EffectDeny, Actor: api.ActorExpiry, ReasonCode: api.ReasonApprovalExpired})
+}
+
+// withdraw settles an approval whose session's run was stopped before
+// anyone decided (Ctrl-C, SIGTERM): a deny approval_withdrawn, by
+// system:withdrawn. Its status is expired, as for any approval nobody
+// decided; a hand-off approval is handed to Claude Code's dialog as on
+// expiry.
+func withdraw(t *tx, a api.Approval) (api.Approval, api.Decision, error) {
+	if ho, err := t.Has(handOffKey(a.ID)); err != nil {
+		return a, api.Decision{}, err
+	} else if ho {
+		return handOff(t, a, api.ActorWithdrawn)
+	}
+	return settle(t, a, api.StatusExpired, api.Decision{Decision: api.EffectDeny, Actor: api.ActorWithdrawn, ReasonCode: api.ReasonApprovalWithdrawn})
 }
 
 // handOff settles a hand-off approval without a decision in toolgate, and
@@ -306,8 +322,9 @@ func (l *Ledger) ExpireDue(ctx context.Context, now time.Time) ([]Expired, error
 	}
 }
 
-// expireWhere expires every pending approval that match says to.
-func expireWhere(t *tx, match func(api.Approval) bool) ([]Expired, error) {
+// settleWhere settles every pending approval that match says to with
+// settle (expire, or withdraw).
+func settleWhere(t *tx, match func(api.Approval) bool, settle func(*tx, api.Approval) (api.Approval, api.Decision, error)) ([]Expired, error) {
 	var ids []string
 	t.Keys(pendingPrefix, pendingPrefix, func(key []byte) bool {
 		if rest := string(key[len(pendingPrefix):]); len(rest) > 9 {
@@ -324,7 +341,7 @@ func expireWhere(t *tx, match func(api.Approval) bool) ([]Expired, error) {
 		if !match(a) {
 			continue
 		}
-		a, d, err := expire(t, a)
+		a, d, err := settle(t, a)
 		if err != nil {
 			return nil, err
 		}

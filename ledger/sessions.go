@@ -60,10 +60,11 @@ func (l *Ledger) UpdateSession(ctx context.Context, id string, fn func(s *api.Se
 	})
 }
 
-// EndSession records the end of a session (reason api.EndEnded or
-// api.EndAbandoned) and, in the same transaction, settles every approval
-// of it that still waits: nobody may decide a call of a session that is
-// over. A session ended before stays as it was.
+// EndSession records the end of a session (reason api.EndEnded,
+// api.EndAbandoned or api.EndInterrupted) and, in the same transaction,
+// settles every approval of it that still waits: nobody may decide a call
+// of a session that is over. They expire, or are withdrawn when the run
+// was interrupted. A session ended before stays as it was.
 func (l *Ledger) EndSession(ctx context.Context, id, reason string) (api.Session, []Expired, error) {
 	type out struct {
 		s       api.Session
@@ -95,7 +96,11 @@ func (l *Ledger) EndSession(ctx context.Context, id, reason string) (api.Session
 		if s.EndReason == api.EndDeferred {
 			return out{s, nil}, nil
 		}
-		expired, err := expireWhere(t, func(a api.Approval) bool { return a.SessionID == id })
+		settleEach := expire
+		if reason == api.EndInterrupted {
+			settleEach = withdraw
+		}
+		expired, err := settleWhere(t, func(a api.Approval) bool { return a.SessionID == id }, settleEach)
 		return out{s, expired}, err
 	})
 	return o.s, o.expired, err

@@ -19,6 +19,9 @@ import (
 type child struct {
 	cmd  *exec.Cmd
 	sigs chan os.Signal
+	// interrupted: a signal came to stop the run (set by wait, for its
+	// caller to read once it returns).
+	interrupted bool
 }
 
 // startChild starts cmd in a new process group with the caller's stdio
@@ -48,6 +51,7 @@ func (c *child) wait() int {
 	for {
 		select {
 		case sig := <-c.sigs:
+			c.interrupted = true
 			unix.Kill(-c.cmd.Process.Pid, sig.(syscall.Signal))
 		case err := <-done:
 			return exitStatus(c.cmd.ProcessState, err)

@@ -23,7 +23,10 @@ import (
 //     (75, not 77) treats it; policy names the policy (it was empty).
 //   - 4: 2026-12-04: hook_transport: how the calls reached the gate, http
 //     (run's listener) or command (toolgate-hook).
-const ReportSchemaVersion = 4
+//   - 5: 2026-12-07: withdrawn: an ask still waiting when someone stopped
+//     the run (exit 130) is an outcome of its own, reason_code
+//     approval_withdrawn, as an expired one is.
+const ReportSchemaVersion = 5
 
 // Report is what toolgate run writes with --report: every call of the
 // session and what came of it.
@@ -73,25 +76,29 @@ type ReportPolicy struct {
 // Counts are the report's totals. Every call has one outcome: allowed,
 // denied, expired (an ask nobody decided in time; its call carries effect
 // deny and reason_code approval_expired, but it is no denial: exit 75, a
-// retry may pass) or pending (asked, never answered: claude ended first).
-// So calls = allowed + denied + expired + pending.
+// retry may pass), withdrawn (an ask still waiting when someone stopped
+// the run: reason_code approval_withdrawn, exit 130), deferred or pending
+// (asked, never answered: claude ended first). So calls = allowed +
+// denied + expired + withdrawn + deferred + pending.
 type Counts struct {
-	Calls    int            `json:"calls"`
-	Allowed  int            `json:"allowed"`
-	Denied   int            `json:"denied"`
-	Expired  int            `json:"expired"`
-	Pending  int            `json:"pending"`  // asked and never answered
-	Deferred int            `json:"deferred"` // asked, and the run ended for a person to decide (--on-ask defer)
-	Executed int            `json:"executed"`
-	ByReason map[string]int `json:"denied_by_reason"` // the denied calls by reason_code
+	Calls     int            `json:"calls"`
+	Allowed   int            `json:"allowed"`
+	Denied    int            `json:"denied"`
+	Expired   int            `json:"expired"`
+	Withdrawn int            `json:"withdrawn"` // asked, and the run was stopped before anyone decided
+	Pending   int            `json:"pending"`   // asked and never answered
+	Deferred  int            `json:"deferred"`  // asked, and the run ended for a person to decide (--on-ask defer)
+	Executed  int            `json:"executed"`
+	ByReason  map[string]int `json:"denied_by_reason"` // the denied calls by reason_code
 }
 
 // Exit codes of toolgate run besides claude's own (sysexits).
 const (
-	ExitUnavailable = 69 // the gate was lost, or its record of the session
-	ExitTempFail    = 75 // an approval expired
-	ExitNoPerm      = 77 // a call was denied
-	ExitDeferred    = 81 // a call waits for a person; toolgate resume goes on once one decided
+	ExitUnavailable = 69  // the gate was lost, or its record of the session
+	ExitTempFail    = 75  // an approval expired
+	ExitNoPerm      = 77  // a call was denied
+	ExitDeferred    = 81  // a call waits for a person; toolgate resume goes on once one decided
+	ExitInterrupted = 130 // run was stopped (SIGINT, SIGTERM, SIGHUP); what waited for a person was withdrawn
 )
 
 // buildReport assembles the report from the daemon's record of the
@@ -179,6 +186,8 @@ func (n *Counts) add(c api.Call) {
 		n.Allowed++
 	case c.Effect == api.EffectDeny && c.ReasonCode == api.ReasonApprovalExpired:
 		n.Expired++
+	case c.Effect == api.EffectDeny && c.ReasonCode == api.ReasonApprovalWithdrawn:
+		n.Withdrawn++
 	case c.Effect == api.EffectDeny:
 		n.Denied++
 		n.ByReason[c.ReasonCode]++
@@ -220,6 +229,9 @@ func (r *Report) Summary() string {
 		s += " (" + strings.Join(reasons, ", ") + ")"
 	}
 	s += fmt.Sprintf(", %d expired", r.Counts.Expired)
+	if r.Counts.Withdrawn > 0 {
+		s += fmt.Sprintf(", %d withdrawn (the run was stopped)", r.Counts.Withdrawn)
+	}
 	if r.Counts.Pending > 0 {
 		s += fmt.Sprintf(", %d never answered", r.Counts.Pending)
 	}

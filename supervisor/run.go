@@ -290,6 +290,7 @@ type runner struct {
 	files         string // the private directory of claude's settings and MCP configuration
 	tmp           string // the session's temp dir (TMPDIR)
 	made          *madeLater
+	interrupted   bool     // a signal stopped the run (set once claude ended)
 	pins          []pinned // what claude runs or reads from run's setup (pinFile), fixed before it starts
 	// transcripts, with http hooks, reads what became of each call.
 	transcripts *transcripts
@@ -392,6 +393,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 		following.Go(func() { r.transcripts.follow(watchCtx) })
 	}
 	claudeCode := c.wait()
+	r.interrupted = c.interrupted
 	stopWatch()
 	following.Wait()
 	c.stopGroup(3 * time.Second)
@@ -563,9 +565,15 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 		// nothing happened.
 		client = r.gate.recordClient(ctx)
 	}
-	ended, err := client.EndSession(ctx, r.session)
+	// A run someone stopped withdraws what still waits for a person: no
+	// time ran out, and nobody decided.
+	why := api.EndEnded
+	if r.interrupted {
+		why = api.EndInterrupted
+	}
+	ended, err := client.EndSessionFor(ctx, r.session, why)
 	if api.IsUnavailable(err) && r.gate.restart(ctx) {
-		ended, err = client.EndSession(ctx, r.session)
+		ended, err = client.EndSessionFor(ctx, r.session, why)
 	}
 	if err != nil {
 		warnings = append(warnings, "end the session: "+err.Error())
@@ -582,6 +590,9 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	report.ClaudeExitCode, report.Containment, report.AuditHead = claudeCode, r.level, ended.AuditHead
 	report.HookTransport = r.cfg.HookTransport
 	report.ExitCode = report.exitCode()
+	if r.interrupted {
+		report.ExitCode = ExitInterrupted
+	}
 	lost := r.gate.Lost()
 	if lost == nil {
 		lost = r.stopped()

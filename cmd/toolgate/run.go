@@ -99,7 +99,9 @@ EXIT STATUS
    78   the policy document is invalid, or Claude Code's settings would take calls
         around the gate (disableAllHooks, another PreToolUse hook); claude was not started
    81   --on-ask defer: a call waits for a person, and the run ended; decide it
-        (toolgate approve or deny), then toolgate resume goes on`,
+        (toolgate approve or deny), then toolgate resume goes on
+   130  the run was stopped (SIGINT, SIGTERM, SIGHUP); an ask still waiting was
+        withdrawn`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "policy", Usage: "the policy file", EnvVars: []string{policyEnv}, Value: defaultPolicy(), DefaultText: "$XDG_CONFIG_HOME/toolgate/policy.json"},
 			&cli.StringFlag{Name: "report", Usage: "write the JSON report to `FILE`", EnvVars: []string{"TOOLGATE_REPORT"}},
