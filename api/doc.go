@@ -5,7 +5,7 @@
 // It holds the words every package shares: effects, reason codes, sources,
 // approval statuses and Claude Code's hook event names (vocab.go); the
 // documents a tool call becomes, which the ledger stores as they are and
-// the CLI prints (documents.go: Call and its Verdict, and the seed's
+// the CLI prints (documents.go: Call and its Verdict, and the approval flow's
 // approval record, decision and write-back, whose JSON Schemas schema.go
 // embeds with the permission result's); the model's deny message
 // (message.go); the spool file's line; the
@@ -91,7 +91,7 @@ package api
 //     carries actor and decided_at, and the input to run travels as
 //     updated_input; calls embed their verdict; GET /v1/audit/verify and
 //     GET /v1/audit/export on approve.sock.
-//   - 4: 2026-12-01: the seed's documents exactly: a Decision's decision is
+//   - 4: 2026-12-01: the approval flow's documents exactly: a Decision's decision is
 //     the effect it gives the call (allow, deny; ask when handed to Claude
 //     Code's dialog), no longer the record's status; a WriteBack always
 //     carries rule_id and reason_code, null when there are none.

@@ -82,7 +82,7 @@ type Repeat struct {
 	Resume bool `json:"resume,omitempty"`
 }
 
-// Approval is the approval record, exactly the seed's schema.
+// Approval is the approval record, exactly the approval flow's schema.
 type Approval struct {
 	ID            string          `json:"id"`
 	SessionID     string          `json:"session_id"`
@@ -98,7 +98,7 @@ type Approval struct {
 
 // Decision is a decision on an approval (a person's, or the expiry's),
 // kept as its own document beside the record, never overwriting it. Its
-// decision is the seed's: the effect it gives the call, allow or deny (an
+// decision is the approval flow's: the effect it gives the call, allow or deny (an
 // expiry is a deny with reason_code approval_expired; the record's status
 // says expired). It is ask only when nobody decided in toolgate and Claude
 // Code's own dialog decides (reason_code handed_to_claude). Decisions
@@ -121,7 +121,7 @@ type Decision struct {
 }
 
 // WriteBack is what the gate answered the CLI for a call. As in the
-// seed, rule_id and reason_code are always there: null when the default
+// approval flow, rule_id and reason_code are always there: null when the default
 // decided, or when an allow rule has no reason_code.
 type WriteBack struct {
 	ToolUseID  string `json:"tool_use_id"`

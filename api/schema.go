@@ -6,9 +6,9 @@ import (
 )
 
 // The JSON Schemas (draft 2020-12) of the documents toolgate emits beside
-// the policy (whose schema is package policy's): the seed's approval
-// record, exactly as the seed gives it; the decision and the write-back,
-// the seed's fields with additionalProperties false (the decision adds
+// the policy (whose schema is package policy's): the approval flow's approval
+// record, exactly as the approval flow gives it; the decision and the write-back,
+// the approval flow's fields with additionalProperties false (the decision adds
 // actor_pid, actor_exe and note); and the permission result, what the
 // prompt tool answers Claude Code. They describe exactly what is emitted:
 // tests validate what toolgate pending --json, show --json, audit export

@@ -413,7 +413,7 @@ func (l *Ledger) DecisionFor(ctx context.Context, approvalID string) (api.Decisi
 
 // readDecision is a stored decision as it reads today. Decisions stored
 // before protocol 4 said what became of the record (approved, denied,
-// expired) where the seed's decision says what becomes of the call:
+// expired) where the approval flow's decision says what becomes of the call:
 // approved is allow, denied is deny, and expired is deny (approval_expired)
 // or, handed to Claude Code's dialog, ask. The audit chain keeps them as
 // they were written: its events are hashed.

@@ -8,7 +8,7 @@ import (
 )
 
 // Document is the policy file as written. Its field names are the wire
-// names of the seed format; everything beyond version/default/rules is an
+// names of the approval flow's policy format; everything beyond version/default/rules is an
 // additive extension.
 type Document struct {
 	Schema  string                     `json:"$schema,omitempty"`
@@ -56,7 +56,7 @@ type TestDoc struct {
 	ReasonCode string          `json:"reason_code,omitempty"`
 }
 
-// CallDoc is a tool call in the seed's tool_use shape:
+// CallDoc is a tool call in the approval flow's tool_use shape:
 // {"type": "tool_use", "id", "name", "input"}; type and id are optional.
 type CallDoc struct {
 	Type  string          `json:"type,omitempty"`
@@ -66,7 +66,7 @@ type CallDoc struct {
 	Cwd   string          `json:"cwd,omitempty"`
 }
 
-// ParseCall reads one tool call as a person pastes it: the seed's tool_use
+// ParseCall reads one tool call as a person pastes it: the approval flow's tool_use
 // block {"type":"tool_use","id","name","input"}, the short {"name","input"},
 // or a Claude Code hook event {"tool_name","tool_input","cwd"}.
 func ParseCall(data []byte) (CallDoc, error) {

@@ -55,7 +55,7 @@ func prompt(t *testing.T, p api.Paths, session, id, tool, input string) api.Verd
 	return v
 }
 
-// What pending --json, show --json and audit export emit is the seed's
+// What pending --json, show --json and audit export emit is the approval flow's
 // documents exactly as their schemas describe them: an approval record
 // pending, approved, denied and expired (by a rule and by the default),
 // each decision, and the write-backs of allows and denies by a rule, by

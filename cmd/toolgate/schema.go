@@ -12,8 +12,8 @@ import (
 // schemaUsage says what each schema describes, in the order they are listed.
 var schemaUsage = []struct{ name, usage string }{
 	{"policy", "the policy document (the same as toolgate policy schema)"},
-	{api.SchemaApproval, "the approval record an ask becomes: the seed's schema, verbatim"},
-	{api.SchemaDecision, "a decision on an approval record: the seed's fields, and actor_pid, actor_exe, note"},
+	{api.SchemaApproval, "the approval record an ask becomes: the JSON approval flow's schema, verbatim"},
+	{api.SchemaDecision, "a decision on an approval record: the approval flow's fields, and actor_pid, actor_exe, note"},
 	{api.SchemaWriteBack, "what the gate answered Claude Code for a call, as recorded"},
 	{api.SchemaPermissionResult, "what the permission_prompt tool answers Claude Code"},
 }
@@ -29,7 +29,7 @@ test suite validates what pending --json, show --json, audit export and the
 prompt tool put out against them. Without NAME it lists the names:
 
    policy              the policy document (also: toolgate policy schema)
-   approval            the approval record: the seed's schema, verbatim
+   approval            the approval record: the approval flow's schema, verbatim
    decision            a decision on an approval record
    write-back          what the gate answered Claude Code for a call
    permission-result   what the permission_prompt tool answers Claude Code

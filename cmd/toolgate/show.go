@@ -16,10 +16,10 @@ func showCommand() *cli.Command {
 		Name:      "show",
 		Usage:     "show one approval: the record, the decision and the write-back",
 		ArgsUsage: "ID",
-		Description: `Shows an approval record, the decision on it and the write-back, the seed's three
-documents: --json prints them as {"schema_version", "approval", "reason_code",
+		Description: `Shows an approval record, the decision on it and the write-back, the three documents
+of the JSON approval flow: --json prints them as {"schema_version", "approval", "reason_code",
 "decision", "write_back"}, each as its schema describes it (toolgate schema
-approval, decision, write-back). The decision is the seed's: allow or deny
+approval, decision, write-back). The decision says what becomes of the call: allow or deny
 (an expiry is a deny, reason_code approval_expired), or ask when Claude Code's
 own dialog decided (handed_to_claude); the record's status says approved,
 denied or expired.
@@ -68,7 +68,7 @@ EXIT STATUS
 }
 
 // printDecision shows what came of an approval: who decided, the
-// decision (the seed's allow, deny or ask), and what was written back.
+// decision (allow, deny or ask), and what was written back.
 func printDecision(w io.Writer, d api.ApprovalDetail) {
 	if dec := d.Decision; dec != nil {
 		who := joinSet(" ", dec.Actor, parens(joinSet(", ", pidText(dec.ActorPID), dec.ActorExe)))
