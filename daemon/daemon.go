@@ -422,7 +422,15 @@ func (d *Daemon) handleEndSession(w http.ResponseWriter, r *http.Request) {
 	switch req.Reason {
 	case "":
 		req.Reason = api.EndEnded
-	case api.EndEnded, api.EndInterrupted:
+	case api.EndEnded:
+	case api.EndInterrupted:
+		if s.settings.Installed {
+			// No run of toolgate's to stop: what an installed session's
+			// hooks (or the model's code under its claude) may end, they
+			// end as ended, and its asks go to Claude Code's dialog.
+			writeError(w, http.StatusBadRequest, "bad_request", "an installed session is not interrupted; it ends when its claude does")
+			return
+		}
 	default:
 		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("a session ends %s or %s, not %q", api.EndEnded, api.EndInterrupted, req.Reason))
 		return

@@ -327,3 +327,27 @@ func TestInstalledPolicyThatIsNotAFile(t *testing.T) {
 		}
 	}
 }
+
+// An installed session has no run of toolgate's to stop: what may end it
+// (its own claude's processes, the model's code among them) cannot end it
+// "interrupted" and so withdraw its asks; it ends as ended, and they go
+// to Claude Code's dialog.
+func TestInstalledSessionIsNotInterrupted(t *testing.T) {
+	c := startDaemonInProcess(t, testPaths(t))
+	policy := writePolicy(t)
+	grandparent, ok := proc.Parent(os.Getppid())
+	if !ok {
+		t.Fatal("no grandparent")
+	}
+	const sid = "cc-interrupted"
+	in := &api.InstalledHook{PolicyPath: policy, ApprovalTimeout: api.Duration(time.Minute), ClaudePID: grandparent}
+	if _, err := c.Hook(ctx, api.HookRequest{Event: installedEvent(sid, "PreToolUse", "Bash", `{"command":"ls"}`, "t-int"), Installed: in}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.EndSessionFor(ctx, sid, api.EndInterrupted); errorCode(err) != "bad_request" {
+		t.Errorf("an installed session ended interrupted: %v, want bad_request", err)
+	}
+	if s, err := c.EndSession(ctx, sid); err != nil || s.EndReason != api.EndEnded {
+		t.Errorf("the same session ended: %+v %v", s, err)
+	}
+}

@@ -326,3 +326,49 @@ func TestResumedSessionCannotResumeAnother(t *testing.T) {
 		}
 	}
 }
+
+// Stopping toolgate resume (Ctrl-C) while a session it took up runs
+// stops there, exit 130, and the decided sessions it had not reached yet
+// stay deferred for the next resume.
+func TestStoppedResumeLeavesTheRestDeferred(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	files := []string{"first.txt", "second.txt"}
+	for i, file := range files {
+		_, id := w.deferred(t, []modelscript.Step{step(bash(fmt.Sprintf("toolu_def%d", i), "touch "+file))})
+		if code, out := w.toolgate("approve", id); code != 0 {
+			t.Fatalf("approve: %d %s", code, out)
+		}
+	}
+	// The first resumed session goes on to a long command.
+	started := filepath.Join(w.project, "started")
+	model, err := modelscript.Start([]modelscript.Step{{Text: "not asked"}, step(bash("toolu_long", "echo > started; sleep 60")), {Text: "done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { model.Close() })
+	cmd := exec.Command(toolgateBin, "resume", "--json")
+	cmd.Env = w.env(model)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, started)
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	var doc struct{ Sessions []map[string]any }
+	json.Unmarshal([]byte(out.String()), &doc)
+	if code := cmd.ProcessState.ExitCode(); code != 130 || len(doc.Sessions) != 1 {
+		t.Errorf("the stopped resume: exit %d, listed %v; want 130 and the one session it stopped in\n%s", code, doc.Sessions, errOut.String())
+	}
+	code, listed, _ := w.resume([]modelscript.Step{{Text: "not asked"}, {Text: "done"}})
+	if code != 0 || len(listed) != 1 || listed[0]["outcome"] != "resumed" {
+		t.Fatalf("the next resume: exit %d %v, want the session the stopped one had not reached", code, listed)
+	}
+	for _, file := range files {
+		if _, err := os.Stat(filepath.Join(w.project, file)); err != nil {
+			t.Errorf("the approved call that makes %s did not run", file)
+		}
+	}
+}

@@ -262,6 +262,50 @@ func TestEndSessionSettlesItsApprovals(t *testing.T) {
 	}
 }
 
+// A session whose run was stopped withdraws what still waits for a
+// person: a deny approval_withdrawn by system:withdrawn, from the gate
+// (no time ran out), and nobody can approve it after; a session that
+// deferred its call stays deferred, stopped or not.
+func TestInterruptedSessionWithdrawsItsApprovals(t *testing.T) {
+	l, _ := openTest(t, nil)
+	for _, s := range []string{"s1", "s2"} {
+		if _, _, err := l.StartSession(ctx, api.Session{ID: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine := ask(t, l, "toolu_1", time.Hour) // session s1
+	_, withdrawn, err := l.EndSession(ctx, "s1", api.EndInterrupted)
+	if err != nil || len(withdrawn) != 1 || withdrawn[0].Approval.ID != mine.ID {
+		t.Fatalf("withdrawn %+v %v", withdrawn, err)
+	}
+	if d := withdrawn[0].Decision; d.ReasonCode != api.ReasonApprovalWithdrawn || d.Actor != api.ActorWithdrawn || d.Decision != api.EffectDeny {
+		t.Errorf("the decision: %+v", d)
+	}
+	if c, _ := l.Call(ctx, "toolu_1"); c.Effect != api.EffectDeny || c.ReasonCode != api.ReasonApprovalWithdrawn || c.Source != api.SourceGate {
+		t.Errorf("the call: %+v", c)
+	}
+	if _, _, err := l.Resolve(ctx, api.Decision{ApprovalID: mine.ID, Decision: api.EffectAllow, Actor: "user:x", ReasonCode: "r"}); !IsTerminal(err) {
+		t.Errorf("approving a withdrawn ask: %v", err)
+	}
+	// s2 deferred its ask: stopping its run leaves it for the person.
+	if _, _, err := l.Propose(ctx, api.Call{ToolUseID: "toolu_2", SessionID: "s2", ToolName: "Bash", Input: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	deferred, _, err := l.CreateApproval(ctx, "toolu_2", ApprovalRequest{Timeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := l.Defer(ctx, "s2", "toolu_2", "claude-sid"); !ok || err != nil {
+		t.Fatalf("defer: %v %v", ok, err)
+	}
+	if s, settled, err := l.EndSession(ctx, "s2", api.EndInterrupted); err != nil || s.EndReason != api.EndDeferred || len(settled) != 0 {
+		t.Errorf("a deferred session stopped: %+v %v %v, want it deferred", s, settled, err)
+	}
+	if a, _ := l.Approval(ctx, deferred.ID); a.Status != api.StatusPending {
+		t.Errorf("the deferred approval was settled: %+v", a)
+	}
+}
+
 // A deferred session ends without settling the approval it waits on, and
 // is taken up again once: a second resume, concurrent or later, is refused.
 func TestDeferredSessionResumesOnce(t *testing.T) {

@@ -84,7 +84,7 @@ func (l *Ledger) EndSession(ctx context.Context, id, reason string) (api.Session
 		}
 		at := t.Now()
 		s.EndedAt, s.EndReason = &at, reason
-		if s.DeferredCall != "" && reason == api.EndEnded {
+		if s.DeferredCall != "" && (reason == api.EndEnded || reason == api.EndInterrupted) {
 			s.EndReason = api.EndDeferred // its call waits for a person, and toolgate resume
 		}
 		if err := t.Put(sessionKey(id), s); err != nil {

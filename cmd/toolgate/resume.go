@@ -92,6 +92,9 @@ func resumeAction(cliCtx *cli.Context) error {
 	var out []resumed
 	exit := 0
 	for _, d := range deferred {
+		if ctx.Err() != nil {
+			break // stopped (Ctrl-C, SIGTERM): the sessions not taken up yet stay deferred
+		}
 		line := resumed{SessionID: d.Session.ID, ApprovalID: d.Approval.ID, Status: d.Approval.Status}
 		if d.Approval.Status == api.StatusPending {
 			line.Outcome = "waiting"
