@@ -130,12 +130,13 @@ const runTimeout = 2 * time.Minute
 // runArgs configure one run.
 type runArgs struct {
 	script     []modelscript.Step
-	policy     string   // the policy document
-	policyFile string   // where it is written (a temporary file when "")
-	mcp        string   // the --mcp-config value for the user's servers, if any
-	transport  string   // --hook-transport; the default (auto) when ""
-	toolgate   []string // extra toolgate run flags
-	claudeArgs []string // extra claude arguments, before the prompt
+	agents     map[string][]modelscript.Step // subagents' scripts, by the marker in their prompt
+	policy     string                        // the policy document
+	policyFile string                        // where it is written (a temporary file when "")
+	mcp        string                        // the --mcp-config value for the user's servers, if any
+	transport  string                        // --hook-transport; the default (auto) when ""
+	toolgate   []string                      // extra toolgate run flags
+	claudeArgs []string                      // extra claude arguments, before the prompt
 	claudeEnv  []string
 	// stderrLines, when set, also receives toolgate run's stderr.
 	stderrLines io.Writer
@@ -166,6 +167,9 @@ func (w *world) start(a runArgs) (*exec.Cmd, *result, func(*exec.Cmd) result) {
 		w.t.Fatal(err)
 	}
 	w.t.Cleanup(func() { model.Close() })
+	for marker, script := range a.agents {
+		model.Agent(marker, script)
+	}
 	dir := w.t.TempDir()
 	policyFile := filepath.Join(dir, "policy.json")
 	if a.policyFile != "" {

@@ -43,6 +43,41 @@ type Server struct {
 	srv    *http.Server
 	mu     sync.Mutex
 	reqs   [][]byte
+	agents []agentScript
+}
+
+// agentScript is the script of the conversations whose first user
+// message holds marker.
+type agentScript struct {
+	marker string
+	script []Step
+}
+
+// Agent scripts a subagent: a conversation whose first user message
+// holds marker (the prompt the main script's Agent call gives it) answers
+// turn N with the N-th step of script, as the main conversation does with
+// the script Start was given.
+func (s *Server) Agent(marker string, script []Step) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.agents = append(s.agents, agentScript{marker, script})
+}
+
+// scriptOf is the script a request's conversation follows.
+func (s *Server) scriptOf(body []byte) []Step {
+	first := gjson.GetBytes(body, "messages.0")
+	text := first.Get("content").String()
+	if c := first.Get("content"); c.IsArray() {
+		text = resultText(c)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.agents {
+		if first.Get("role").String() == "user" && strings.Contains(text, a.marker) {
+			return a.script
+		}
+	}
+	return s.script
 }
 
 // Final is the text answered once the script is over.
@@ -140,8 +175,8 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return true
 	})
 	step := Step{Text: Final}
-	if turn < len(s.script) {
-		step = s.script[turn]
+	if script := s.scriptOf(body); turn < len(script) {
+		step = script[turn]
 	}
 	if step.Before != nil {
 		step.Before()

@@ -104,6 +104,17 @@ func (t *transcripts) flush(ctx context.Context) error {
 	t.flushing.Lock()
 	defer t.flushing.Unlock()
 	t.mu.Lock()
+	mains := make([]string, 0, len(t.files))
+	for path := range t.files {
+		mains = append(mains, path)
+	}
+	t.mu.Unlock()
+	for _, path := range mains {
+		for _, sub := range subagentTranscripts(path) {
+			t.add(sub)
+		}
+	}
+	t.mu.Lock()
 	files := make(map[string]*transcriptFile, len(t.files))
 	for path, f := range t.files {
 		files[path] = f
@@ -128,6 +139,34 @@ func (t *transcripts) flush(ctx context.Context) error {
 		t.undecided(resp.Undecided)
 	}
 	return nil
+}
+
+// subagentTranscripts are the transcripts of the subagents of the session
+// whose transcript is path: Claude Code writes each in the session's own
+// directory beside it (SESSION.jsonl, SESSION/subagents/agent-ID.jsonl),
+// and the hook events of a subagent's calls name the session's. They are
+// read as the session's are: what a subagent's calls did is in them
+// alone. A subagents directory that is not a directory of its own (a link)
+// is not read.
+func subagentTranscripts(path string) []string {
+	if strings.Contains(path, string(filepath.Separator)+"subagents"+string(filepath.Separator)) {
+		return nil
+	}
+	dir := filepath.Join(strings.TrimSuffix(path, ".jsonl"), "subagents")
+	if st, err := os.Lstat(dir); err != nil || !st.IsDir() {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if name := e.Name(); strings.HasPrefix(name, "agent-") && strings.HasSuffix(name, ".jsonl") {
+			out = append(out, filepath.Join(dir, name))
+		}
+	}
+	return out
 }
 
 // problems says which transcripts could not be read: what their calls did

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -109,5 +110,34 @@ func TestTranscriptReadIsBounded(t *testing.T) {
 	}
 	if failed == nil {
 		t.Error("a line past the bound read as if nothing were wrong")
+	}
+}
+
+// A session's subagents' transcripts are found beside the session's own,
+// and only there: never through a link, never for a subagent's own
+// transcript, never a file that is not one.
+func TestSubagentTranscriptsAreFoundBesideTheSessions(t *testing.T) {
+	dir := t.TempDir()
+	session := filepath.Join(dir, "s1.jsonl")
+	subs := filepath.Join(dir, "s1", "subagents")
+	os.MkdirAll(subs, 0o700)
+	for _, name := range []string{"agent-a.jsonl", "agent-b.jsonl", "agent-c.meta.json", "notes.jsonl"} {
+		os.WriteFile(filepath.Join(subs, name), nil, 0o600)
+	}
+	got := subagentTranscripts(session)
+	want := []string{filepath.Join(subs, "agent-a.jsonl"), filepath.Join(subs, "agent-b.jsonl")}
+	if !slices.Equal(got, want) {
+		t.Errorf("found %v, want %v", got, want)
+	}
+	if got := subagentTranscripts(want[0]); got != nil {
+		t.Errorf("a subagent's transcript has subagents: %v", got)
+	}
+	// Another session's subagents directory is a link elsewhere.
+	elsewhere := t.TempDir()
+	os.WriteFile(filepath.Join(elsewhere, "agent-x.jsonl"), nil, 0o600)
+	os.MkdirAll(filepath.Join(dir, "s2"), 0o700)
+	os.Symlink(elsewhere, filepath.Join(dir, "s2", "subagents"))
+	if got := subagentTranscripts(filepath.Join(dir, "s2.jsonl")); got != nil {
+		t.Errorf("followed a link to %v", got)
 	}
 }
