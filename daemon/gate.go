@@ -275,6 +275,9 @@ func (g *gate) outcomes(ctx context.Context, s *gateSession, outcomes []api.Outc
 			g.log.Error("a call ran that the gate never decided", "tool_use_id", r.ToolUseID, "session", s.id)
 		}
 		if r.Duplicate {
+			// The gate allowed it once: a second run is none of its, and
+			// run stops the session as for a call never proposed.
+			undecided = append(undecided, r.ToolUseID)
 			g.log.Error("a tool_use_id ran twice", "tool_use_id", r.ToolUseID, "session", s.id)
 		}
 		if r.Denied {

@@ -463,3 +463,32 @@ echo "$tr" > ghost.done
 		t.Errorf("run exited %d, want 69 and the call named: a call that never reached the gate ran in a subagent\n%s", r.code, r.stderr)
 	}
 }
+
+// A transcript that says an allowed call ran a second time (Claude Code
+// ran it again, or the model's code wrote the line) stops the session,
+// exit 69: the gate allowed one execution of a tool_use_id, and the audit
+// shows both.
+func TestCallThatRanTwiceStopsTheSession(t *testing.T) {
+	t.Parallel()
+	if !httpHooks(t) {
+		return // run reads transcripts with the http transport, which this release does not take
+	}
+	w := newWorld(t)
+	w.writeFile("again.sh", forgeLine("toolu_once", "once")+`echo forged > again.done
+`)
+	// Uncontained: the Bash boundary keeps claude's transcripts out of the
+	// model's reach, and this is about what run makes of them.
+	r := w.run(runArgs{policy: `{"version": 1, "default": "allow", "rules": []}`, transport: "http", toolgate: []string{"--containment", "off"}, claudeEnv: attackEnv(),
+		script: []modelscript.Step{step(bash("toolu_once", "echo once")), step(bash("toolu_again", "sh again.sh"))}})
+	if _, err := os.Stat(filepath.Join(w.project, "again.done")); err != nil {
+		t.Fatal("the script did not write the transcript: the test proves nothing")
+	}
+	if r.code != 69 || !strings.Contains(r.stderr, "toolu_once") {
+		t.Errorf("run exited %d, want 69 and the call named: an allowed call ran twice\n%s", r.code, r.stderr)
+	}
+	for _, c := range w.audit(r.report.SessionID) {
+		if c.ToolUseID == "toolu_once" && c.Executions != 2 {
+			t.Errorf("the audit says toolu_once ran %d times, want both", c.Executions)
+		}
+	}
+}
