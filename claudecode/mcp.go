@@ -3,6 +3,7 @@ package claudecode
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/clip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,7 +55,7 @@ func MCPServers(args []string, cwd string) (map[string]MCPServer, []error) {
 			MCPServers map[string]MCPServer `json:"mcpServers"`
 		}
 		if err := json.Unmarshal(data, &doc); err != nil {
-			errs = append(errs, fmt.Errorf("mcp config %s: %w", clip(v, 60), err))
+			errs = append(errs, fmt.Errorf("mcp config %s: %w", clip.String(v, 60), err))
 			continue
 		}
 		for name, s := range doc.MCPServers {
@@ -116,11 +117,4 @@ func lookup(env []string, name string) string {
 		}
 	}
 	return ""
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -2,6 +2,7 @@ package claudecode
 
 import (
 	"errors"
+	"github.com/toolgate/toolgate/internal/clip"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -131,7 +132,7 @@ func SandboxEnabled(args []string, cwd, claudeDir string) (bool, string) {
 			data = b
 		}
 		if gjson.GetBytes(data, "sandbox.enabled").Bool() {
-			return true, "--settings " + clip(v, 60)
+			return true, "--settings " + clip.String(v, 60)
 		}
 	}
 	return false, ""

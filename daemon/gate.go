@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/clip"
 	"log/slog"
 
 	"github.com/tidwall/gjson"
@@ -236,7 +237,7 @@ func (g *gate) executed(ctx context.Context, s *gateSession, ev gjson.Result, fa
 	}
 	outcome := "ok"
 	if failed {
-		outcome = clip(ev.Get("error").String(), 200)
+		outcome = clip.String(ev.Get("error").String(), 200)
 	}
 	_, err := g.ledger.RecordExecution(ctx, id, ledger.Execution{Failed: failed, Outcome: outcome})
 	if errors.Is(err, ledger.ErrNotFound) {
@@ -307,11 +308,4 @@ func (g *gate) batch(ctx context.Context, ev gjson.Result) error {
 		return err == nil
 	})
 	return err
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/clip"
 	"slices"
 
 	"github.com/toolgate/toolgate/api"
@@ -66,7 +67,7 @@ func recordOutcome(t *tx, sessionID string, o api.Outcome) (OutcomeResult, error
 		if !o.Ran || o.ToolName == "" || !json.Valid(o.Input) {
 			// Seen but neither proposed nor run: the audit keeps what the
 			// model saw.
-			return r, t.event(KindCallSeen, o.ToolUseID, seenEvent{o.ToolUseID, clipSeen(o.Seen)})
+			return r, t.event(KindCallSeen, o.ToolUseID, seenEvent{o.ToolUseID, clip.String(o.Seen, maxSeen)})
 		}
 		p := api.Call{ToolUseID: o.ToolUseID, SessionID: sessionID, ToolName: o.ToolName, Input: o.Input}
 		doc, err := newProposal(p)
@@ -103,7 +104,7 @@ func recordOutcome(t *tx, sessionID string, o api.Outcome) (OutcomeResult, error
 		events++
 	}
 	var seenAt uint64
-	if seen := clipSeen(o.Seen); seen != "" || !o.Ran {
+	if seen := clip.String(o.Seen, maxSeen); seen != "" || !o.Ran {
 		if err := t.event(KindCallSeen, o.ToolUseID, seenEvent{o.ToolUseID, seen}); err != nil {
 			return r, err
 		}
@@ -125,12 +126,4 @@ func recordOutcome(t *tx, sessionID string, o api.Outcome) (OutcomeResult, error
 		c.TranscriptEntries = append(c.TranscriptEntries, o.Entry)
 	}
 	return r, putCallSeenAt(t, c, seenAt)
-}
-
-// clipSeen bounds what is kept of the text the model saw.
-func clipSeen(seen string) string {
-	if len(seen) > maxSeen {
-		return seen[:maxSeen] + "…"
-	}
-	return seen
 }

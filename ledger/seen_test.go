@@ -3,6 +3,7 @@ package ledger
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/clip"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,14 +95,14 @@ func TestSeenReadsBackAsStored(t *testing.T) {
 		}
 	}
 	for id, s := range seens {
-		seenOf(t, l, id, roundTrip(clipSeen(s)), "as recorded")
+		seenOf(t, l, id, roundTrip(clip.String(s, maxSeen)), "as recorded")
 	}
 	c.Add(time.Hour)
 	if _, err := l.Prune(ctx, c.Now(), api.Incident{}, Unpublished); err != nil {
 		t.Fatal(err)
 	}
 	for id, s := range seens {
-		seenOf(t, l, id, roundTrip(clipSeen(s)), "pruned")
+		seenOf(t, l, id, roundTrip(clip.String(s, maxSeen)), "pruned")
 	}
 }
 

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"github.com/toolgate/toolgate/internal/clip"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -166,5 +167,5 @@ func argvText(argv []word) string {
 			parts[i] = w.s
 		}
 	}
-	return clip(strings.Join(parts, " "), 80)
+	return clip.String(strings.Join(parts, " "), 80)
 }

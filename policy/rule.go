@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/clip"
 	"regexp"
 	"sort"
 	"strings"
@@ -181,14 +182,7 @@ func (c *condition) missed(v gjson.Result, op operator, ev *evalCtx) string {
 			return fmt.Sprintf("input.%s: %s", c.key, why)
 		}
 	}
-	return fmt.Sprintf("input.%s = %s does not satisfy %s", c.key, clip(v.Raw, 80), c.describe)
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+	return fmt.Sprintf("input.%s = %s does not satisfy %s", c.key, clip.String(v.Raw, 80), c.describe)
 }
 
 func (l *loader) compileRules(docs []RuleDoc) []*rule {

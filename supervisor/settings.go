@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/clip"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -174,7 +175,7 @@ func checkLayers(files, settingsArgs []string, otherHooks, disable bool, hook, p
 			for _, group := range gjson.Get(l.doc, "hooks."+event).Array() {
 				for _, h := range group.Get("hooks").Array() {
 					if cmd := h.Get("command").String(); !runsHook(cmd, hook, project) {
-						return &SettingsError{File: l.name, Problem: fmt.Sprintf("has a %s hook of its own (%q): a hook that allows may give Claude Code another input to run than the one toolgate decided", event, clip(cmd, 80)),
+						return &SettingsError{File: l.name, Problem: fmt.Sprintf("has a %s hook of its own (%q): a hook that allows may give Claude Code another input to run than the one toolgate decided", event, clip.String(cmd, 80)),
 							Fix: "take it out, or run with --allow-other-hooks if you trust it"}
 					}
 				}
@@ -347,11 +348,4 @@ func projectDir(command string, part syntax.WordPart) bool {
 	}
 	text := command[p.Pos().Offset():p.End().Offset()]
 	return text == "$CLAUDE_PROJECT_DIR" || text == "${CLAUDE_PROJECT_DIR}"
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

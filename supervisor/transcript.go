@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/clip"
 	"io"
 	"os"
 	"path/filepath"
@@ -249,7 +250,7 @@ func outcomeOf(r claudecode.ToolResult) api.Outcome {
 	if o.Ran {
 		o.Failed, o.Outcome = r.IsError, "ok"
 		if r.IsError {
-			o.Outcome = clip(r.Text, 200)
+			o.Outcome = clip.String(r.Text, 200)
 		}
 	}
 	return o

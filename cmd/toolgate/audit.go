@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/clip"
 	"io"
 	"strings"
 	"time"
@@ -113,7 +114,7 @@ func printCalls(w io.Writer, calls []api.Call) {
 		}
 		fmt.Fprintf(w, "%s  %s  %-28s proposed -> %s -> %s\n", c.ProposedAt.Local().Format(time.DateTime), p(c.ToolUseID), p(c.ToolName), p(decided), ran)
 		if c.Seen != "" {
-			fmt.Fprintf(w, "    model saw: %s\n", clipText(p(strings.ReplaceAll(c.Seen, "\n", " ")), 160))
+			fmt.Fprintf(w, "    model saw: %s\n", clip.String(p(strings.ReplaceAll(c.Seen, "\n", " ")), 160))
 		}
 		for _, r := range c.Repeats {
 			again := "proposed again"

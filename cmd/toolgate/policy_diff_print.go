@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/clip"
 	"io"
 	"strings"
 	"time"
@@ -87,7 +88,7 @@ func fieldValue(r policy.RuleDoc, field string) string {
 		}
 	}
 	data, _ := json.Marshal(v)
-	return clipText(string(data), 100)
+	return clip.String(string(data), 100)
 }
 
 func printHistory(w io.Writer, h historyJSON, limit int) {

@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
+	"github.com/toolgate/toolgate/internal/clip"
 	"io"
-	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/urfave/cli/v2"
@@ -66,7 +66,7 @@ func runPolicyExplain(w io.Writer, opts callOptions, asJSON bool) error {
 	if asJSON {
 		return writeJSON(w, out)
 	}
-	fmt.Fprintf(w, "call: %s %s (cwd %s)\n", opts.call.Name, clipText(string(opts.call.Input), 200), opts.cwd)
+	fmt.Fprintf(w, "call: %s %s (cwd %s)\n", opts.call.Name, clip.String(string(opts.call.Input), 200), opts.cwd)
 	if out.Source == "schema" {
 		fmt.Fprintf(w, "schema: %s -> deny schema_invalid; rules are not consulted\n", out.SchemaError)
 		return nil
@@ -85,15 +85,4 @@ func runPolicyExplain(w io.Writer, opts callOptions, asJSON bool) error {
 	}
 	fmt.Fprintf(w, "decision: %s by rule %q (reason_code %s)\n", out.Effect, *out.RuleID, out.ReasonCode)
 	return nil
-}
-
-// clipText is s cut to at most n bytes, at a character's boundary.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
