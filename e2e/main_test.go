@@ -27,6 +27,10 @@ func TestMain(m *testing.M) {
 		serveRogueNotifications()
 		return
 	}
+	if os.Getenv(supervisorHelperEnv) != "" {
+		serveSupervisor() // this process is the supervisor of the interleavings' sessions
+		return
+	}
 	code, err := setup(m)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
