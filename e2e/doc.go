@@ -13,5 +13,6 @@
 //
 //	TOOLGATE_CLAUDE_VERSION  the Claude Code version to test (default: the pinned one)
 //	TOOLGATE_CLAUDE          a claude executable to use instead of installing one
+//	TOOLGATE_ATMOSTONCE_FOR  how long TestRandomInterleavingsRunEachCallAtMostOnce runs (default 20s)
 //	XDG_CACHE_HOME           where the CLI is installed (toolgate/claude-code/VERSION)
 package e2e
