@@ -193,6 +193,10 @@ func TestRandomInterleavingsRunEachCallAtMostOnce(t *testing.T) {
 				if s.ended && s.deferring != "" {
 					r := h.do(t, helperOp{Op: "resume", Session: s.id})
 					if r.Err != "" {
+						// It may have been taken up all the same (the daemon
+						// was killed before it answered): end it, or it keeps
+						// its supervisor from resuming any other.
+						h.do(t, helperOp{Op: "end", Session: s.id})
 						continue
 					}
 					counts.resumes++
