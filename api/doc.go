@@ -91,9 +91,9 @@ package api
 //     carries actor and decided_at, and the input to run travels as
 //     updated_input; calls embed their verdict; GET /v1/audit/verify and
 //     GET /v1/audit/export on approve.sock.
-//   - 4: 2026-12-01: the approval flow's documents exactly: a Decision's decision is
-//     the effect it gives the call (allow, deny; ask when handed to Claude
-//     Code's dialog), no longer the record's status; a WriteBack always
+//   - 4: 2026-12-01: the approval flow's documents exactly: a Decision's
+//     decision is the effect it gives the call (allow, deny; ask when
+//     handed to Claude Code's dialog), no longer the record's status; a WriteBack always
 //     carries rule_id and reason_code, null when there are none.
 //     GET /v1/history on approve.sock: the recorded calls of a time window
 //     with what the gate knew of their sessions, streamed for a replay.

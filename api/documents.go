@@ -98,9 +98,9 @@ type Approval struct {
 
 // Decision is a decision on an approval (a person's, or the expiry's),
 // kept as its own document beside the record, never overwriting it. Its
-// decision is the approval flow's: the effect it gives the call, allow or deny (an
-// expiry is a deny with reason_code approval_expired; the record's status
-// says expired). It is ask only when nobody decided in toolgate and Claude
+// decision is the approval flow's: the effect it gives the call, allow or
+// deny (an expiry is a deny with reason_code approval_expired; the
+// record's status says expired). It is ask only when nobody decided in toolgate and Claude
 // Code's own dialog decides (reason_code handed_to_claude). Decisions
 // stored before protocol 4 said approved, denied or expired; the ledger
 // reads them as these.
@@ -121,8 +121,8 @@ type Decision struct {
 }
 
 // WriteBack is what the gate answered the CLI for a call. As in the
-// approval flow, rule_id and reason_code are always there: null when the default
-// decided, or when an allow rule has no reason_code.
+// approval flow, rule_id and reason_code are always there: null when the
+// default decided, or when an allow rule has no reason_code.
 type WriteBack struct {
 	ToolUseID  string `json:"tool_use_id"`
 	Effect     Effect `json:"effect"`

@@ -8,8 +8,8 @@ const RetryNotice = "Do not retry this call."
 
 // DenyMessage is what the model reads when a call is denied, in the
 // approval flow's words: "Denied by rule ask-pr-main (reason_code
-// protected_branch): a person denied it. Do not retry this call." It names the rule (when one
-// decided) and the reason_code, says why in one sentence, adds extra (the
+// protected_branch): a person denied it. Do not retry this call." It names
+// the rule (when one decided) and the reason_code, says why in one sentence, adds extra (the
 // rule's own message, or what failed the tool's schema) as a sentence of
 // its own, and ends with RetryNotice. It never carries host names, the
 // gate's paths, tokens or an approver's notes: nothing but v's rule id and

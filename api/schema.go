@@ -6,10 +6,10 @@ import (
 )
 
 // The JSON Schemas (draft 2020-12) of the documents toolgate emits beside
-// the policy (whose schema is package policy's): the approval flow's approval
-// record, exactly as the approval flow gives it; the decision and the write-back,
-// the approval flow's fields with additionalProperties false (the decision adds
-// actor_pid, actor_exe and note); and the permission result, what the
+// the policy (whose schema is package policy's): the approval flow's
+// approval record, exactly as the approval flow gives it; the decision and
+// the write-back, the approval flow's fields with additionalProperties
+// false (the decision adds actor_pid, actor_exe and note); and the permission result, what the
 // prompt tool answers Claude Code. They describe exactly what is emitted:
 // tests validate what toolgate pending --json, show --json, audit export
 // and the prompt tool put out against them, so a field added to a

@@ -3,11 +3,12 @@ package claudecode
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/clip"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/clip"
 )
 
 // MCPServer is one entry of an MCP configuration.

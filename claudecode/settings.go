@@ -2,7 +2,6 @@ package claudecode
 
 import (
 	"errors"
-	"github.com/toolgate/toolgate/internal/clip"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/internal/clip"
 )
 
 // MaxSettingsFile bounds a settings file toolgate reads: Claude Code's

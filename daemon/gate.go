@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/clip"
 	"log/slog"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/fleet"
+	"github.com/toolgate/toolgate/internal/clip"
 	"github.com/toolgate/toolgate/ledger"
 )
 

@@ -24,7 +24,7 @@
 //	s/<session_id>                    Session
 //	c/<tool_use_id>                   Call
 //	cs/<session_id>/<tool_use_id>     index: the calls of a session (empty value)
-//	a/<approval_id>                   Approval (the approval flow's approval record)
+//	a/<approval_id>                   Approval (the approval flow's record)
 //	ac/<tool_use_id>                  index: the approval id of a call
 //	ap/<expires_at ns>/<approval_id>  index: pending approvals by expiry (empty value)
 //	ah/<approval_id>                  marks a hand-off approval (empty value)
@@ -36,8 +36,8 @@
 //	m/base                            the last event pruned (seq and hash), once pruned
 //
 // Values are JSON documents whose field names are the wire names of the
-// approval flow's documents; the store keeps those of 192 bytes or more compressed
-// (S2) when that is smaller, and an event is stored without its prev_hash,
+// approval flow's documents; the store keeps those of 192 bytes or more
+// compressed (S2) when that is smaller, and an event is stored without its prev_hash,
 // which is the hash of the event before it (or m/base's), filled in again
 // when it is read. The package must not import the policy engine.
 //

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/clip"
 	"slices"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/internal/clip"
 	"github.com/toolgate/toolgate/ledger/internal/store"
 )
 

@@ -2,11 +2,11 @@ package policy
 
 import (
 	"fmt"
-	"github.com/toolgate/toolgate/internal/clip"
 	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/internal/clip"
 )
 
 // commandOp matches a shell command line against argv prefixes such as

@@ -8,8 +8,8 @@ import (
 )
 
 // Document is the policy file as written. Its field names are the wire
-// names of the approval flow's policy format; everything beyond version/default/rules is an
-// additive extension.
+// names of the approval flow's policy format; everything beyond
+// version/default/rules is an additive extension.
 type Document struct {
 	Schema  string                     `json:"$schema,omitempty"`
 	Version int                        `json:"version"`
@@ -66,9 +66,10 @@ type CallDoc struct {
 	Cwd   string          `json:"cwd,omitempty"`
 }
 
-// ParseCall reads one tool call as a person pastes it: the approval flow's tool_use
-// block {"type":"tool_use","id","name","input"}, the short {"name","input"},
-// or a Claude Code hook event {"tool_name","tool_input","cwd"}.
+// ParseCall reads one tool call as a person pastes it: the approval flow's
+// tool_use block {"type":"tool_use","id","name","input"}, the short
+// {"name","input"}, or a Claude Code hook event
+// {"tool_name","tool_input","cwd"}.
 func ParseCall(data []byte) (CallDoc, error) {
 	var raw struct {
 		CallDoc

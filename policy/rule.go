@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/clip"
 	"regexp"
 	"sort"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/internal/clip"
 )
 
 // rule is a compiled rule.

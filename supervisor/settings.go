@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/clip"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/contain"
 	"github.com/toolgate/toolgate/hook"
 	"github.com/toolgate/toolgate/install"
+	"github.com/toolgate/toolgate/internal/clip"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/clip"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/internal/clip"
 	"github.com/toolgate/toolgate/render"
 	"github.com/urfave/cli/v2"
 )

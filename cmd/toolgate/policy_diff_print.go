@@ -3,11 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/clip"
 	"io"
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/clip"
 	"github.com/toolgate/toolgate/policy"
 	"github.com/toolgate/toolgate/render"
 )

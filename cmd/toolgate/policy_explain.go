@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"github.com/toolgate/toolgate/internal/clip"
 	"io"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/internal/clip"
 	"github.com/urfave/cli/v2"
 )
 

@@ -16,13 +16,14 @@ func showCommand() *cli.Command {
 		Name:      "show",
 		Usage:     "show one approval: the record, the decision and the write-back",
 		ArgsUsage: "ID",
-		Description: `Shows an approval record, the decision on it and the write-back, the three documents
-of the JSON approval flow: --json prints them as {"schema_version", "approval", "reason_code",
-"decision", "write_back"}, each as its schema describes it (toolgate schema
-approval, decision, write-back). The decision says what becomes of the call: allow or deny
-(an expiry is a deny, reason_code approval_expired), or ask when Claude Code's
-own dialog decided (handed_to_claude); the record's status says approved,
-denied or expired.
+		Description: `Shows an approval record, the decision on it and the write-back, the
+three documents of the JSON approval flow: --json prints them as
+{"schema_version", "approval", "reason_code", "decision", "write_back"}, each
+as its schema describes it (toolgate schema approval, decision, write-back).
+The decision says what becomes of the call: allow or deny (an expiry is a
+deny, reason_code approval_expired), or ask when Claude Code's own dialog
+decided (handed_to_claude); the record's status says approved, denied or
+expired.
 
 EXAMPLES
    toolgate show apr_01J...
