@@ -264,7 +264,7 @@ func (g *gate) detail(ctx context.Context, a api.Approval) api.ApprovalDetail {
 // describeRefusal says why a decision was refused, for the approver.
 func describeRefusal(te *ledger.TerminalError) string {
 	switch {
-	case te.Decision != nil && te.Decision.Actor == api.ActorWithdrawn:
+	case te.Withdrawn():
 		return fmt.Sprintf("approval %s was withdrawn: the run that asked was stopped before anyone decided, and the call was denied %s",
 			te.Approval.ID, api.ReasonApprovalWithdrawn)
 	case te.Approval.Status == api.StatusExpired:

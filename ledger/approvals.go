@@ -231,26 +231,20 @@ func settle(t *tx, a api.Approval, status string, d api.Decision) (api.Approval,
 // expire settles an approval whose time is up: a deny approval_expired,
 // or for a hand-off approval the call handed to Claude Code's dialog.
 func expire(t *tx, a api.Approval) (api.Approval, api.Decision, error) {
-	if ho, err := t.Has(handOffKey(a.ID)); err != nil {
-		return a, api.Decision{}, err
-	} else if ho {
-		return handOff(t, a, api.ActorExpiry)
-	}
-	return settle(t, a, api.StatusExpired, api.Decision{Decision: api.EffectDeny, Actor: api.ActorExpiry, ReasonCode: api.ReasonApprovalExpired})
+	return unanswered(t, a, api.ActorExpiry, api.ReasonApprovalExpired)
 }
 
-// withdraw settles an approval whose session's run was stopped before
-// anyone decided (Ctrl-C, SIGTERM): a deny approval_withdrawn, by
-// system:withdrawn. Its status is expired, as for any approval nobody
-// decided; a hand-off approval is handed to Claude Code's dialog as on
-// expiry.
-func withdraw(t *tx, a api.Approval) (api.Approval, api.Decision, error) {
+// unanswered settles an approval nobody decided, by actor (the expiry, or
+// a run that was stopped: system:withdrawn): a deny with reasonCode, or
+// for a hand-off approval the call handed to Claude Code's dialog. Its
+// status is expired either way.
+func unanswered(t *tx, a api.Approval, actor, reasonCode string) (api.Approval, api.Decision, error) {
 	if ho, err := t.Has(handOffKey(a.ID)); err != nil {
 		return a, api.Decision{}, err
 	} else if ho {
-		return handOff(t, a, api.ActorWithdrawn)
+		return handOff(t, a, actor)
 	}
-	return settle(t, a, api.StatusExpired, api.Decision{Decision: api.EffectDeny, Actor: api.ActorWithdrawn, ReasonCode: api.ReasonApprovalWithdrawn})
+	return settle(t, a, api.StatusExpired, api.Decision{Decision: api.EffectDeny, Actor: actor, ReasonCode: reasonCode})
 }
 
 // handOff settles a hand-off approval without a decision in toolgate, and
@@ -322,9 +316,9 @@ func (l *Ledger) ExpireDue(ctx context.Context, now time.Time) ([]Expired, error
 	}
 }
 
-// settleWhere settles every pending approval that match says to with
-// settle (expire, or withdraw).
-func settleWhere(t *tx, match func(api.Approval) bool, settle func(*tx, api.Approval) (api.Approval, api.Decision, error)) ([]Expired, error) {
+// unansweredWhere settles every pending approval that match says to as
+// unanswered, by actor with reasonCode.
+func unansweredWhere(t *tx, match func(api.Approval) bool, actor, reasonCode string) ([]Expired, error) {
 	var ids []string
 	t.Keys(pendingPrefix, pendingPrefix, func(key []byte) bool {
 		if rest := string(key[len(pendingPrefix):]); len(rest) > 9 {
@@ -341,7 +335,7 @@ func settleWhere(t *tx, match func(api.Approval) bool, settle func(*tx, api.Appr
 		if !match(a) {
 			continue
 		}
-		a, d, err := settle(t, a)
+		a, d, err := unanswered(t, a, actor, reasonCode)
 		if err != nil {
 			return nil, err
 		}

@@ -29,6 +29,12 @@ func (e *TerminalError) Error() string {
 	return fmt.Sprintf("approval %s is already %s", e.Approval.ID, e.Approval.Status)
 }
 
+// Withdrawn says the approval was settled because the run that asked was
+// stopped: nobody decided it, and its time did not run out.
+func (e *TerminalError) Withdrawn() bool {
+	return e.Decision != nil && e.Decision.Actor == api.ActorWithdrawn
+}
+
 // AlreadyDecidedError is a decision recorded for a call that has a terminal one.
 type AlreadyDecidedError struct {
 	Call api.Call

@@ -96,11 +96,11 @@ func (l *Ledger) EndSession(ctx context.Context, id, reason string) (api.Session
 		if s.EndReason == api.EndDeferred {
 			return out{s, nil}, nil
 		}
-		settleEach := expire
+		actor, reasonCode := api.ActorExpiry, api.ReasonApprovalExpired
 		if reason == api.EndInterrupted {
-			settleEach = withdraw
+			actor, reasonCode = api.ActorWithdrawn, api.ReasonApprovalWithdrawn
 		}
-		expired, err := settleWhere(t, func(a api.Approval) bool { return a.SessionID == id }, settleEach)
+		expired, err := unansweredWhere(t, func(a api.Approval) bool { return a.SessionID == id }, actor, reasonCode)
 		return out{s, expired}, err
 	})
 	return o.s, o.expired, err
