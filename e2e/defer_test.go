@@ -259,19 +259,36 @@ func TestDeferredApprovalBelongsToItsSession(t *testing.T) {
 	}
 }
 
-// One toolgate resume takes up every decided session it finds, one after
-// another, and reports each: the first one's run does not make the
-// resume a gated process for the next.
-func TestResumeGoesOnWithEveryDecidedSession(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t)
-	files := []string{"first.txt", "second.txt"}
+// decidedSessions runs a deferring session for each file, whose call
+// (touch FILE) a person then approves, and returns the files.
+func (w *world) decidedSessions(t *testing.T, files ...string) []string {
+	t.Helper()
 	for i, file := range files {
 		_, id := w.deferred(t, []modelscript.Step{step(bash(fmt.Sprintf("toolu_def%d", i), "touch "+file))})
 		if code, out := w.toolgate("approve", id); code != 0 {
 			t.Fatalf("approve: %d %s", code, out)
 		}
 	}
+	return files
+}
+
+// ranAll checks that the approved call of each of decidedSessions' files ran.
+func (w *world) ranAll(t *testing.T, files []string) {
+	t.Helper()
+	for _, file := range files {
+		if _, err := os.Stat(filepath.Join(w.project, file)); err != nil {
+			t.Errorf("the approved call that makes %s did not run", file)
+		}
+	}
+}
+
+// One toolgate resume takes up every decided session it finds, one after
+// another, and reports each: the first one's run does not make the
+// resume a gated process for the next.
+func TestResumeGoesOnWithEveryDecidedSession(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	files := w.decidedSessions(t, "first.txt", "second.txt")
 	code, listed, _ := w.resume([]modelscript.Step{{Text: "done"}, {Text: "done"}})
 	if code != 0 || len(listed) != 2 {
 		t.Fatalf("resume: exit %d %v, want 0 and both sessions", code, listed)
@@ -281,11 +298,7 @@ func TestResumeGoesOnWithEveryDecidedSession(t *testing.T) {
 			t.Errorf("resume listed %v, want every session resumed", l)
 		}
 	}
-	for _, file := range files {
-		if _, err := os.Stat(filepath.Join(w.project, file)); err != nil {
-			t.Errorf("the approved call that makes %s did not run", file)
-		}
-	}
+	w.ranAll(t, files)
 }
 
 // What a resumed session runs cannot take up the next deferred session
@@ -295,13 +308,7 @@ func TestResumeGoesOnWithEveryDecidedSession(t *testing.T) {
 func TestResumedSessionCannotResumeAnother(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	files := []string{"first.txt", "second.txt"}
-	for i, file := range files {
-		_, id := w.deferred(t, []modelscript.Step{step(bash(fmt.Sprintf("toolu_def%d", i), "touch "+file))})
-		if code, out := w.toolgate("approve", id); code != 0 {
-			t.Fatalf("approve: %d %s", code, out)
-		}
-	}
+	files := w.decidedSessions(t, "first.txt", "second.txt")
 	inner := filepath.Join(w.project, "inner.txt")
 	// The script is a file of the project, as an allowed program's code
 	// is: the guard denies a command line that names toolgate. It drops
@@ -320,11 +327,7 @@ func TestResumedSessionCannotResumeAnother(t *testing.T) {
 	if len(listed) != 2 || listed[0]["outcome"] != "resumed" || listed[1]["outcome"] != "resumed" {
 		t.Errorf("the person's resume: %v, want both sessions resumed by it", listed)
 	}
-	for _, file := range files {
-		if _, err := os.Stat(filepath.Join(w.project, file)); err != nil {
-			t.Errorf("the approved call that makes %s did not run", file)
-		}
-	}
+	w.ranAll(t, files)
 }
 
 // Stopping toolgate resume (Ctrl-C) while a session it took up runs
@@ -333,13 +336,7 @@ func TestResumedSessionCannotResumeAnother(t *testing.T) {
 func TestStoppedResumeLeavesTheRestDeferred(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	files := []string{"first.txt", "second.txt"}
-	for i, file := range files {
-		_, id := w.deferred(t, []modelscript.Step{step(bash(fmt.Sprintf("toolu_def%d", i), "touch "+file))})
-		if code, out := w.toolgate("approve", id); code != 0 {
-			t.Fatalf("approve: %d %s", code, out)
-		}
-	}
+	files := w.decidedSessions(t, "first.txt", "second.txt")
 	// The first resumed session goes on to a long command.
 	started := filepath.Join(w.project, "started")
 	model, err := modelscript.Start([]modelscript.Step{{Text: "not asked"}, step(bash("toolu_long", "echo > started; sleep 60")), {Text: "done"}})
@@ -366,9 +363,5 @@ func TestStoppedResumeLeavesTheRestDeferred(t *testing.T) {
 	if code != 0 || len(listed) != 1 || listed[0]["outcome"] != "resumed" {
 		t.Fatalf("the next resume: exit %d %v, want the session the stopped one had not reached", code, listed)
 	}
-	for _, file := range files {
-		if _, err := os.Stat(filepath.Join(w.project, file)); err != nil {
-			t.Errorf("the approved call that makes %s did not run", file)
-		}
-	}
+	w.ranAll(t, files)
 }
