@@ -41,10 +41,7 @@ func (op argumentUnderOp) find(v gjson.Result, ev *evalCtx) string {
 	case s.unknown != "":
 		return ""
 	}
-	dirs := make([]string, len(op.dirs))
-	for i, d := range op.dirs {
-		dirs[i] = ev.normalizeRule(d)
-	}
+	dirs := ev.normalizeEntries(op.dirs)
 	for _, w := range s.pathWords() {
 		if found := op.word(s, w, dirs, ev, deny); found != "" {
 			return found
@@ -53,19 +50,43 @@ func (op argumentUnderOp) find(v gjson.Result, ev *evalCtx) string {
 	return ""
 }
 
-// pathWords is every word of the script a program may take as a path.
+// pathWords is every word of the script a program may take as a path:
+// not a process substitution's /dev/fd path, nor what the builtins echo
+// and printf print (they open no argument; a function of either name is
+// walked as its own commands), unless the script may turn a builtin off
+// (enable -n echo, then a program named echo runs).
 func (s *script) pathWords() []word {
+	builtins := true
+	for _, cmd := range s.commands {
+		if len(cmd.argv) > 0 && (!cmd.argv[0].known || cmd.argv[0].s == "enable") {
+			builtins = false
+		}
+	}
 	var out []word
 	for _, cmd := range s.commands {
 		out = append(out, cmd.assigns...)
+		if builtins && len(cmd.argv) > 0 && printsOnly[cmd.argv[0].s] {
+			continue
+		}
 		for i, w := range cmd.argv {
+			if w.fd {
+				continue
+			}
 			if i > 0 || !w.known || strings.Contains(w.s, "/") {
 				out = append(out, w)
 			}
 		}
 	}
-	return append(out, s.redirs...)
+	for _, w := range s.redirs {
+		if !w.fd {
+			out = append(out, w)
+		}
+	}
+	return out
 }
+
+// printsOnly are the builtins that print their arguments and open none.
+var printsOnly = map[string]bool{"echo": true, "printf": true}
 
 // word checks one word: as a whole, and its value after = (--file=PATH).
 func (op argumentUnderOp) word(s *script, w word, dirs []string, ev *evalCtx, deny bool) string {
@@ -90,15 +111,42 @@ func (op argumentUnderOp) word(s *script, w word, dirs []string, ev *evalCtx, de
 			continue
 		}
 		for _, p := range got {
-			for i, d := range dirs {
-				if pathUnder(p, d) {
-					return fmt.Sprintf("%s is %s, under %s", w.raw, p, op.dirs[i])
-				}
+			if i := inList(p, dirs); i >= 0 {
+				return fmt.Sprintf("%s is %s, under %s", w.raw, p, op.dirs[i])
 			}
 		}
 	}
-	if deny {
-		return op.gluedValue(s, w, dirs, ev)
+	if !deny {
+		return ""
+	}
+	if found := op.atValue(s, w, dirs, ev); found != "" {
+		return found
+	}
+	return op.gluedValue(s, w, dirs, ev)
+}
+
+// atValue checks, on the deny side, a value that names a file after an @:
+// curl -d @.env and -F f=@key send the file's contents, and other programs
+// read @FILE as a list of arguments.
+func (op argumentUnderOp) atValue(s *script, w word, dirs []string, ev *evalCtx) string {
+	value := w.s
+	if _, after, ok := strings.Cut(w.s, "="); ok && !strings.HasPrefix(value, "@") {
+		value = after
+	}
+	rest, ok := strings.CutPrefix(value, "@")
+	if !ok || rest == "" {
+		return ""
+	}
+	file := w
+	file.s, file.tilde = rest, false // no ~ expands after @
+	got, ok := s.paths(file, ev.call.Cwd, ev.call.Home, false)
+	if !ok {
+		return fmt.Sprintf("%s may name a file anywhere", w.raw)
+	}
+	for _, p := range got {
+		if i := inList(p, dirs); i >= 0 {
+			return fmt.Sprintf("%s names %s, under %s", w.raw, p, op.dirs[i])
+		}
 	}
 	return ""
 }
@@ -123,10 +171,8 @@ func (op argumentUnderOp) gluedValue(s *script, w word, dirs []string, ev *evalC
 			continue
 		}
 		for _, p := range got {
-			for i, d := range dirs {
-				if pathUnder(p, d) {
-					return fmt.Sprintf("%s may be an option with the value %s, under %s", w.raw, p, op.dirs[i])
-				}
+			if i := inList(p, dirs); i >= 0 {
+				return fmt.Sprintf("%s may be an option with the value %s, under %s", w.raw, p, op.dirs[i])
 			}
 		}
 	}
@@ -147,7 +193,10 @@ func (op argumentUnderOp) glob(s *script, w word, dirs []string, ev *evalCtx, de
 	}
 	for _, p := range got {
 		for i, d := range dirs {
-			if globUnder(p, d) {
+			if strings.HasPrefix(d, "!") {
+				continue // a glob is read without exclusions
+			}
+			if hasGlob(d) && globEntryMeet(p, d, s.dotglob) || !hasGlob(d) && globUnder(p, d) {
 				return fmt.Sprintf("glob %s may match a path under %s", w.raw, op.dirs[i])
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/toolgate/toolgate/api"
 )
@@ -39,6 +40,7 @@ const (
 	ChangeModified   = "changed"    // a rule both have, written differently
 	ChangePrecedence = "precedence" // two rules of one effect swapped places
 	ChangeSchema     = "schema"     // a tool input schema of the document's
+	ChangePaths      = "paths"      // a path list of the document's
 )
 
 // RuleChange is one difference between two policy documents, by rule id.
@@ -47,6 +49,7 @@ type RuleChange struct {
 	RuleID string     `json:"rule_id,omitempty"`
 	Over   string     `json:"over,omitempty"` // precedence: the rule that RuleID now comes before
 	Tool   string     `json:"tool,omitempty"` // schema: the tool
+	List   string     `json:"list,omitempty"` // paths: the path list
 	Old    *RuleDoc   `json:"old,omitempty"`
 	New    *RuleDoc   `json:"new,omitempty"`
 	Fields []string   `json:"fields,omitempty"` // changed: what differs (effect, tool, input.KEY, ...)
@@ -88,7 +91,69 @@ func Diff(old, new *Policy) []RuleChange {
 		}
 	}
 	out = append(out, precedence(old.Rules(), new.Rules())...)
-	return append(out, schemaChanges(old.Document().Schemas, new.Document().Schemas)...)
+	out = append(out, schemaChanges(old.Document().Schemas, new.Document().Schemas)...)
+	return append(out, pathListChanges(old.Document().Paths, new.Document())...)
+}
+
+// pathListChanges are the path lists whose entries differ. An entry
+// removed may loosen what a deny or ask rule reading the list matched; one
+// added, what an allow rule did.
+func pathListChanges(old map[string][]string, new Document) []RuleChange {
+	var out []RuleChange
+	names := maps.Clone(old)
+	maps.Copy(names, new.Paths)
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		added, removed := entriesDiff(old[name], new.Paths[name])
+		if len(added) == 0 && len(removed) == 0 {
+			continue
+		}
+		c := RuleChange{Kind: ChangePaths, List: name, Impact: ImpactTightens}
+		for _, e := range added {
+			c.Fields = append(c.Fields, "+"+e)
+		}
+		for _, e := range removed {
+			c.Fields = append(c.Fields, "-"+e)
+		}
+		var why []string
+		for _, r := range new.Rules {
+			if !readsList(r, name) {
+				continue
+			}
+			if len(removed) > 0 && r.Effect != api.EffectAllow || len(added) > 0 && r.Effect == api.EffectAllow {
+				c.Impact = ImpactMayLoosen
+				why = append(why, r.ID)
+			}
+		}
+		c.Why = "the rules that read it match paths as the list now names them"
+		if len(why) > 0 {
+			c.Why = fmt.Sprintf("%s may now let through what the list named before", strings.Join(why, ", "))
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func entriesDiff(old, new []string) (added, removed []string) {
+	for _, e := range new {
+		if !slices.Contains(old, e) {
+			added = append(added, e)
+		}
+	}
+	for _, e := range old {
+		if !slices.Contains(new, e) {
+			removed = append(removed, e)
+		}
+	}
+	return added, removed
+}
+
+func readsList(r RuleDoc, name string) bool {
+	for _, c := range r.Input {
+		if c.PathIn != nil && *c.PathIn == name || c.ArgumentIn != nil && *c.ArgumentIn == name {
+			return true
+		}
+	}
+	return false
 }
 
 func byID(rules []RuleDoc) map[string]RuleDoc {

@@ -11,10 +11,13 @@ import (
 // names of the approval flow's policy format; everything beyond
 // version/default/rules is an additive extension.
 type Document struct {
-	Schema  string                     `json:"$schema,omitempty"`
-	Version int                        `json:"version"`
-	Default api.Effect                 `json:"default"`
-	Rules   []RuleDoc                  `json:"rules"`
+	Schema  string     `json:"$schema,omitempty"`
+	Version int        `json:"version"`
+	Default api.Effect `json:"default"`
+	Rules   []RuleDoc  `json:"rules"`
+	// Paths are lists of paths by name, for the rules' path_in and
+	// argument_in (pathlist.go).
+	Paths   map[string][]string        `json:"paths,omitempty"`
 	Schemas map[string]json.RawMessage `json:"schemas,omitempty"`
 	Tests   []TestDoc                  `json:"tests,omitempty"`
 }
@@ -45,6 +48,14 @@ type ConditionDoc struct {
 	// ArgumentUnder: a shell command line in which a program gets a path
 	// under one of these directories (argument or redirection target).
 	ArgumentUnder []string `json:"argument_under,omitempty"`
+	// PathIn: a path under an entry of the document's path list of this
+	// name; ArgumentIn: a shell command line in which some program gets
+	// one (as argument_under).
+	PathIn *string `json:"path_in,omitempty"`
+	// ArgumentOutside: a shell command line in which some program gets a
+	// path that is under none of these entries.
+	ArgumentOutside []string `json:"argument_outside,omitempty"`
+	ArgumentIn      *string  `json:"argument_in,omitempty"`
 }
 
 // TestDoc is an inline example that must hold for the document to load.

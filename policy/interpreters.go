@@ -25,16 +25,17 @@ type interpreter struct {
 	valueOpts []string // harmless options that take the next word as their value
 	module    []string // options naming a module to run, like a script file (python -m)
 	subcmd    []string // a first operand that comes before the script (deno run)
+	version   string   // the short option that prints the version and exits (node -v)
 }
 
 var python = interpreter{harmless: []string{"-b", "-bb", "-B", "-d", "-E", "-I", "-O", "-OO", "-P", "-q",
-	"-R", "-s", "-S", "-u", "-v", "-x"}, valueOpts: []string{"-W", "-X"}, module: []string{"-m"}}
+	"-R", "-s", "-S", "-u", "-v", "-x"}, valueOpts: []string{"-W", "-X"}, module: []string{"-m"}, version: "-V"}
 
 var interpreters = map[string]interpreter{
 	"python": python, "python2": python, "python3": python, "pypy": python, "pypy3": python,
 	"perl": {harmless: []string{"-w", "-W", "-X", "-T", "-t", "-c"}},
 	"ruby": {harmless: []string{"-w", "-W"}},
-	"node": {}, "nodejs": {}, "deno": {subcmd: []string{"run"}}, "bun": {subcmd: []string{"run"}},
+	"node": {version: "-v"}, "nodejs": {version: "-v"}, "deno": {subcmd: []string{"run"}}, "bun": {subcmd: []string{"run"}},
 	"php": {}, "lua": {}, "luajit": {}, "tclsh": {}, "wish": {}, "Rscript": {}, "julia": {}, "expect": {},
 }
 
@@ -66,6 +67,9 @@ func interpreterFor(name string) (interpreter, bool) {
 // makes what runs unknown.
 func (w *walker) interpret(name string, in interpreter, c candidate) []candidate {
 	args := c.argv[1:]
+	if len(args) == 1 && args[0].known && (args[0].s == "--version" || args[0].s == "--help" || args[0].s == in.version && in.version != "") {
+		return nil // prints and exits: runs no script
+	}
 	if len(args) > 0 && args[0].known && slices.Contains(in.subcmd, args[0].s) {
 		args = args[1:]
 	}

@@ -71,6 +71,8 @@ type loader struct {
 	data []byte
 	pos  positions
 	errs LoadErrors
+	// lists are the document's path lists, for path_in and argument_in.
+	lists map[string][]string
 }
 
 func (l *loader) load() *Policy {
@@ -102,6 +104,7 @@ func (l *loader) load() *Policy {
 	// Rules and schemas compile even when the document failed its schema,
 	// so that one pass reports every problem; a rule the schema rejected
 	// is skipped here.
+	l.lists = l.checkLists(doc.Paths)
 	p.rules = l.compileRules(doc.Rules)
 	p.warnings = l.warnRules(doc.Rules)
 	p.schemas = l.compileSchemas(doc.Schemas)

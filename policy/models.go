@@ -32,6 +32,12 @@ type optionModel struct {
 	long map[string]bool
 	// counts: -N is a number of entries (git log -5).
 	counts bool
+	// operands, when not 0, is how many arguments the program takes
+	// safely: uniq's second writes a file.
+	operands int
+	// noAssign: an argument holding = sets a variable the program runs
+	// (make CC=sh, make SHELL=...).
+	noAssign bool
 }
 
 func set(names ...string) map[string]bool {
@@ -118,6 +124,89 @@ var models = map[string]optionModel{
 		"version")},
 }
 
+func init() {
+	gitRead := optionModel{short: "puszinEFiCMSGLbwURWa", valued: "nUCMSGL", long: gitReadOptions, counts: true}
+	more := map[string]optionModel{
+		"git stash list": gitRead,
+		"git rev-parse": {short: "q", long: set("show-toplevel", "abbrev-ref", "short", "git-dir", "git-common-dir",
+			"is-inside-work-tree", "is-inside-git-dir", "is-bare-repository", "verify", "quiet", "symbolic-full-name",
+			"show-prefix", "show-cdup", "absolute-git-dir", "all", "branches", "tags", "remotes", "revs-only",
+			"no-revs", "flags", "no-flags", "sq", "show-object-format", "path-format", "symbolic")},
+		"git branch": {short: "avrl", long: set("all", "remotes", "list", "verbose", "show-current", "contains",
+			"no-contains", "merged", "no-merged", "points-at", "sort", "format", "color", "no-color", "column",
+			"no-column", "abbrev", "no-abbrev", "ignore-case")},
+		"git tag": {short: "ln", long: set("list", "sort", "contains", "no-contains", "merged", "no-merged",
+			"points-at", "format", "column", "no-column", "ignore-case", "color")},
+		// Not among git grep's: -O (runs a pager on the files), --textconv.
+		"git grep": {short: "niwvlLcEFPhHoqrIezABC", valued: "eABC", long: set("line-number", "ignore-case",
+			"word-regexp", "invert-match", "files-with-matches", "files-without-match", "count", "extended-regexp",
+			"fixed-strings", "perl-regexp", "basic-regexp", "untracked", "cached", "recurse-submodules", "heading",
+			"break", "show-function", "function-context", "context", "after-context", "before-context", "max-depth",
+			"only-matching", "quiet", "all-match", "and", "or", "not", "color", "no-color", "column", "null",
+			"full-name", "name-only", "text", "threads", "exclude-standard", "no-exclude-standard", "max-count")},
+		"git blame": {short: "lstfnpewcCMLS", valued: "LS", long: set("porcelain", "line-porcelain", "incremental",
+			"root", "show-stats", "show-name", "show-number", "show-email", "ignore-rev", "ignore-revs-file",
+			"color-lines", "color-by-age", "minimal", "reverse", "first-parent", "encoding", "contents", "date",
+			"abbrev")},
+		"git add": {short: "AunvNf", long: set("all", "update", "dry-run", "verbose", "intent-to-add", "force",
+			"ignore-removal", "no-all", "renormalize", "ignore-errors", "sparse")},
+		"git commit": {short: "amqsvnF", valued: "mF", long: set("message", "all", "amend", "no-edit", "quiet",
+			"signoff", "verbose", "allow-empty", "allow-empty-message", "author", "date", "file", "only",
+			"include", "fixup", "squash", "reset-author", "cleanup", "trailer", "dry-run", "short", "porcelain",
+			"status", "no-status")},
+		// Not among git switch's and checkout -b's: -f, --discard-changes,
+		// --merge, --orphan and -C, which throw work away.
+		"git switch":   {short: "cdq", valued: "c", long: set("create", "detach", "track", "no-track", "guess", "no-guess", "quiet")},
+		"git checkout": {short: "bq", valued: "b", long: set("track", "no-track", "quiet")},
+		// Not among git fetch's and pull's: --upload-pack (runs a program),
+		// -s and -X (merge strategies).
+		"git fetch": {short: "aptvqfj", valued: "j", long: set("all", "prune", "prune-tags", "tags", "no-tags", "verbose",
+			"quiet", "depth", "shallow-since", "unshallow", "dry-run", "force", "jobs", "multiple", "progress", "atomic")},
+		"git pull": {short: "vqr", long: set("ff-only", "ff", "no-ff", "rebase", "no-rebase", "verbose", "quiet",
+			"tags", "no-tags", "autostash", "no-autostash", "prune", "depth", "stat", "no-stat")},
+		"go version": {goFlags: true, long: set("m", "v")},
+		// Not among go env's: -w and -u (write go's configuration).
+		"go env":      {goFlags: true, long: set("json", "changed")},
+		"go mod tidy": {goFlags: true, long: set("v", "e", "go", "compat", "x", "diff")},
+		// Not among gofmt's: -w (rewrites the files).
+		"gofmt": {goFlags: true, long: set("l", "d", "s", "e", "r")},
+		// Not among find's: -delete, -fprint, -fprint0, -fprintf, -fls
+		// (delete or write files). What -exec, -execdir, -ok and -okdir
+		// run is a program of the script, allowed in turn or not.
+		"find": {goFlags: true, long: set("name", "iname", "path", "ipath", "wholename", "iwholename", "regex",
+			"iregex", "regextype", "type", "xtype", "newer", "anewer", "cnewer", "mtime", "mmin", "atime", "amin",
+			"ctime", "cmin", "size", "empty", "maxdepth", "mindepth", "print", "print0", "printf", "prune", "not",
+			"o", "a", "and", "or", "follow", "L", "H", "P", "depth", "quit", "perm", "user", "group", "nouser",
+			"nogroup", "readable", "writable", "executable", "samefile", "links", "inum", "lname", "ilname", "ls",
+			"true", "false", "xdev", "mount", "noleaf", "daystart", "used", "exec", "execdir", "ok", "okdir")},
+		// Not among sort's: -o (writes a file), --compress-program (runs
+		// one), -T (writes in a directory).
+		"sort": {short: "bdfgiMhnRrVcCsuzkt", valued: "kt", long: set("ignore-leading-blanks", "dictionary-order",
+			"ignore-case", "general-numeric-sort", "ignore-nonprinting", "month-sort", "human-numeric-sort",
+			"numeric-sort", "random-sort", "reverse", "version-sort", "check", "unique", "zero-terminated", "key",
+			"field-separator", "stable", "merge", "parallel", "buffer-size", "debug")},
+		// uniq's second argument is a file it writes.
+		"uniq": {short: "cdDiuzfsw", valued: "fsw", long: set("count", "repeated", "all-repeated", "ignore-case",
+			"unique", "zero-terminated", "skip-fields", "skip-chars", "check-chars", "group"), operands: 1},
+		// Not among tree's: -o (writes a file).
+		"tree": {short: "adlfixLPIshuDFCnrtvpgJ", valued: "LPI", long: set("noreport", "dirsfirst", "gitignore",
+			"charset", "filelimit", "prune", "matchdirs", "du", "si", "sort", "version")},
+		// Not among file's: -C (writes a compiled magic file), -m and -f
+		// (read lists from files).
+		"file": {short: "bLhiNkrszZ0", long: set("brief", "mime", "mime-type", "mime-encoding", "dereference",
+			"no-dereference", "keep-going", "raw", "special-files", "uncompress", "print0")},
+		// Not among make's: -f and --eval (a makefile or rules from
+		// anywhere, standard input included), -C and -I (another
+		// directory), -o, -W, -e; nor a VAR=value argument (make SHELL=...).
+		"make": {short: "jksBnqrRwi", valued: "j", long: set("jobs", "keep-going", "silent", "quiet",
+			"always-make", "just-print", "dry-run", "question", "no-builtin-rules", "no-builtin-variables",
+			"print-directory", "no-print-directory", "ignore-errors", "output-sync"), noAssign: true},
+	}
+	for name, m := range more {
+		models[name] = m
+	}
+}
+
 // modelOf is the option model of a program's words, and how many words
 // name it (git log: 2), or false.
 func modelOf(argv []word) (optionModel, int, bool) {
@@ -147,6 +236,7 @@ func modelOf(argv []word) (optionModel, int, bool) {
 // -e takes --), and a word read as an option it is not only makes the
 // allow miss. A value that starts with - (grep -e -x) makes it miss too.
 func (m optionModel) unsafeOption(argv []word, from int) string {
+	operands := 0
 	for i := from; i < len(argv); i++ {
 		w := argv[i]
 		if !w.known {
@@ -154,8 +244,15 @@ func (m optionModel) unsafeOption(argv []word, from int) string {
 		}
 		s := w.s
 		switch {
+		case m.noAssign && strings.Contains(s, "="):
+			return s
 		case len(s) < 2 || s[0] != '-':
-			continue // an argument, or an option's value
+			// An argument, or an option's value: counted as an argument,
+			// which only makes a model with operands stricter.
+			if operands++; m.operands > 0 && operands > m.operands {
+				return s
+			}
+			continue
 		case s == "--":
 			continue
 		case m.goFlags:

@@ -97,7 +97,7 @@ func conditionRelation(old, new ConditionDoc) relation {
 // equalitySet is the set of values a condition of const and enum only
 // accepts (their intersection when it has both).
 func equalitySet(c ConditionDoc) ([]any, bool) {
-	if c.Prefix != nil || c.Pattern != nil || c.PathUnder != nil || c.Command != nil || (c.Const == nil && c.Enum == nil) {
+	if c.Prefix != nil || c.Pattern != nil || c.PathUnder != nil || c.Command != nil || c.ArgumentUnder != nil || c.ArgumentOutside != nil || c.PathIn != nil || c.ArgumentIn != nil || (c.Const == nil && c.Enum == nil) {
 		return nil, false
 	}
 	var values []any
@@ -158,11 +158,11 @@ func prefixRelation(old, new string) relation {
 }
 
 func onlyPrefix(c ConditionDoc) bool {
-	return c.Prefix != nil && c.Const == nil && c.Enum == nil && c.Pattern == nil && c.PathUnder == nil && c.Command == nil
+	return c.Prefix != nil && c.Const == nil && c.Enum == nil && c.Pattern == nil && c.PathUnder == nil && c.Command == nil && c.PathIn == nil && c.ArgumentIn == nil && c.ArgumentUnder == nil && c.ArgumentOutside == nil
 }
 
 func onlyCommand(c ConditionDoc) bool {
-	return c.Command != nil && c.Const == nil && c.Enum == nil && c.Pattern == nil && c.PathUnder == nil && c.Prefix == nil
+	return c.Command != nil && c.Const == nil && c.Enum == nil && c.Pattern == nil && c.PathUnder == nil && c.Prefix == nil && c.PathIn == nil && c.ArgumentIn == nil && c.ArgumentUnder == nil && c.ArgumentOutside == nil
 }
 
 func toAny(prefixes [][]string) []any {

@@ -213,7 +213,7 @@ func (l *loader) compileRules(docs []RuleDoc) []*rule {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			c, err := compileCondition(k, d.Input[k], d.Effect)
+			c, err := compileCondition(k, d.Input[k], d.Effect, l.lists)
 			if err != nil {
 				l.add(ptr+"/input/"+escapePointer(k), d.ID, fmt.Sprintf("input %q: %v", k, err))
 				continue
@@ -225,7 +225,7 @@ func (l *loader) compileRules(docs []RuleDoc) []*rule {
 	return rules
 }
 
-func compileCondition(key string, d ConditionDoc, effect api.Effect) (*condition, error) {
+func compileCondition(key string, d ConditionDoc, effect api.Effect, lists map[string][]string) (*condition, error) {
 	if key == "" {
 		return nil, fmt.Errorf("empty input key")
 	}
@@ -263,6 +263,22 @@ func compileCondition(key string, d ConditionDoc, effect api.Effect) (*condition
 		c.ops = append(c.ops, newPathUnder(*d.PathUnder))
 		desc = append(desc, fmt.Sprintf("path_under %q", *d.PathUnder))
 	}
+	if d.PathIn != nil {
+		entries, err := listNamed(lists, *d.PathIn)
+		if err != nil {
+			return nil, fmt.Errorf("path_in: %w", err)
+		}
+		c.ops = append(c.ops, pathInOp{name: *d.PathIn, entries: entries})
+		desc = append(desc, fmt.Sprintf("path_in %q", *d.PathIn))
+	}
+	if d.ArgumentIn != nil {
+		entries, err := listNamed(lists, *d.ArgumentIn)
+		if err != nil {
+			return nil, fmt.Errorf("argument_in: %w", err)
+		}
+		c.ops = append(c.ops, argumentUnderOp{dirs: entries, effect: effect})
+		desc = append(desc, fmt.Sprintf("argument_in %q", *d.ArgumentIn))
+	}
 	desc = c.shellOps(d, effect, desc)
 	if len(c.ops) == 0 {
 		return nil, fmt.Errorf("condition has no operator")
@@ -299,6 +315,10 @@ func (c *condition) shellOps(d ConditionDoc, effect api.Effect, desc []string) [
 	if d.ArgumentUnder != nil {
 		c.ops = append(c.ops, argumentUnderOp{dirs: d.ArgumentUnder, effect: effect})
 		desc = append(desc, fmt.Sprintf("argument_under [%s]", strings.Join(d.ArgumentUnder, " | ")))
+	}
+	if d.ArgumentOutside != nil {
+		c.ops = append(c.ops, argumentOutsideOp{entries: d.ArgumentOutside, effect: effect})
+		desc = append(desc, fmt.Sprintf("argument_outside [%s]", strings.Join(d.ArgumentOutside, " | ")))
 	}
 	return desc
 }

@@ -82,7 +82,7 @@ func project(r RuleDoc) ([]string, string) {
 
 func projectBash(c ConditionDoc) ([]string, string) {
 	switch {
-	case c.ArgumentUnder != nil:
+	case c.ArgumentUnder != nil || c.ArgumentIn != nil || c.ArgumentOutside != nil:
 		return nil, "Claude Code's Bash() rules cannot look at a command's arguments as paths"
 	case c.Command != nil && c.Const == nil && c.Enum == nil && c.Prefix == nil && c.Pattern == nil && c.PathUnder == nil:
 		var out []string
@@ -107,8 +107,10 @@ func projectBash(c ConditionDoc) ([]string, string) {
 
 func projectPath(tool string, c ConditionDoc) ([]string, string) {
 	switch {
-	case c.ArgumentUnder != nil:
-		return nil, "argument_under applies to shell command lines"
+	case c.ArgumentUnder != nil || c.ArgumentIn != nil || c.ArgumentOutside != nil:
+		return nil, "argument_under and argument_in apply to shell command lines"
+	case c.PathIn != nil:
+		return nil, "a path list's patterns cannot be projected"
 	case c.PathUnder != nil && c.Const == nil && c.Enum == nil && c.Prefix == nil && c.Pattern == nil && c.Command == nil:
 		dir := settingsPath(*c.PathUnder)
 		return []string{tool + "(" + strings.TrimSuffix(dir, "/") + "/**)"}, ""

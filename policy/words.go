@@ -16,6 +16,9 @@ type word struct {
 	tilde bool   // s starts with an unquoted ~ that the shell replaces with the home
 	// eqTilde: the word is NAME=~..., and bash replaces the ~ after = too.
 	eqTilde bool
+	// fd: the word is one process substitution, <(...) or >(...): unknown
+	// as a value, but always a /dev/fd path, never a file's name.
+	fd bool
 }
 
 // literalWord is a word the matcher made up (a prefix word, a part of a
@@ -52,7 +55,10 @@ func resolve(w *syntax.Word, src string) word {
 	for i, part := range w.Parts {
 		r.part(part, i, len(w.Parts))
 		if r.unknown {
-			return unknownWord(raw, r.split)
+			out := unknownWord(raw, r.split)
+			_, out.fd = w.Parts[0].(*syntax.ProcSubst)
+			out.fd = out.fd && len(w.Parts) == 1
+			return out
 		}
 	}
 	if braceExpands(r.skeleton.String()) {

@@ -38,12 +38,14 @@ func changeName(c policy.RuleChange) string {
 		return "the default"
 	case policy.ChangeSchema:
 		return "the schema of " + c.Tool
+	case policy.ChangePaths:
+		return "the path list " + c.List
 	}
 	return "rule " + c.RuleID
 }
 
 var changeMarks = map[string]string{policy.ChangeAdded: "+", policy.ChangeRemoved: "-", policy.ChangeModified: "~",
-	policy.ChangePrecedence: "^", policy.ChangeDefault: "~", policy.ChangeSchema: "~"}
+	policy.ChangePrecedence: "^", policy.ChangeDefault: "~", policy.ChangeSchema: "~", policy.ChangePaths: "~"}
 
 func printChange(w io.Writer, c policy.RuleChange) {
 	impact := string(c.Impact)
@@ -56,6 +58,8 @@ func printChange(w io.Writer, c policy.RuleChange) {
 		head += fmt.Sprintf(": %s -> %s", c.From, c.To)
 	case c.Kind == policy.ChangeSchema:
 		head += " " + strings.Join(c.Fields, "")
+	case c.Kind == policy.ChangePaths:
+		head += " " + strings.Join(c.Fields, " ")
 	case c.New != nil:
 		head += fmt.Sprintf(" (%s %s)", c.New.Effect, c.New.Tool)
 	case c.Old != nil:
