@@ -181,11 +181,11 @@ func TestPolicyExportSettings(t *testing.T) {
 		}
 		return false
 	}
-	if !has(s.Permissions.Deny, "Bash(rm -r *)") || !has(s.Permissions.Ask, "Bash(git push *)") ||
+	if !has(s.Permissions.Deny, "Bash(git reset --hard *)") || !has(s.Permissions.Ask, "Bash(git push *)") ||
 		!has(s.Permissions.Allow, "Read(./**)") || !has(s.Permissions.Ask, "mcp__github__*") {
 		t.Errorf("permissions: %+v", s.Permissions)
 	}
-	if !strings.Contains(errOut, `not projected: rule "deny-env"`) {
+	if !strings.Contains(errOut, `not projected: rule "deny-rm-rf"`) || !strings.Contains(errOut, `not projected: rule "deny-secrets"`) {
 		t.Errorf("stderr should list what was not projected: %q", errOut)
 	}
 	code, out, _ = run(t, "", "policy", "export-settings", seed)
