@@ -82,17 +82,10 @@ func count(vs []api.Verdict) (t tally) {
 	return t
 }
 
-// knownDenied are the everyday commands the laptop policy still denies,
-// and why: each is a shortfall of the matcher, kept here so that any other
-// everyday command it starts to deny fails the test.
-var knownDenied = map[string]string{
-	`for f in *.go; do gofmt -l "$f"; done`: "a for loop's variable is read as any word, so it may name a secret",
-}
-
 // The shipped policies on the corpus of destructive and everyday command
 // lines: neither lets a destructive one through; the laptop policy denies
 // at least 80% of them outright, and allows at least 75% of the everyday
-// ones and denies none but the known shortfalls. The figures are logged;
+// ones and denies none. The figures are logged;
 // scripts/corpus prints them beside cc-safety-net's.
 func TestShippedPoliciesOnTheCorpus(t *testing.T) {
 	bad, good := readCorpus(t, "destructive.jsonl"), readCorpus(t, "everyday.jsonl")
@@ -118,7 +111,7 @@ func TestShippedPoliciesOnTheCorpus(t *testing.T) {
 			continue
 		}
 		for i, v := range gv {
-			if v.Effect == api.EffectDeny && knownDenied[good[i].Command] == "" {
+			if v.Effect == api.EffectDeny {
 				t.Errorf("laptop denies the everyday %q by %s", good[i].Command, v.RuleID)
 			}
 		}

@@ -94,6 +94,14 @@ func (op argumentUnderOp) word(s *script, w word, dirs []string, ev *evalCtx, de
 		if w.glob {
 			return op.glob(s, w, dirs, ev, deny)
 		}
+		if items, ok := s.loopValues(w); ok && deny {
+			for _, item := range items {
+				if found := op.word(s, item, dirs, ev, deny); found != "" {
+					return found
+				}
+			}
+			return ""
+		}
 		if deny {
 			return fmt.Sprintf("word %s is only known at run time", w.raw)
 		}

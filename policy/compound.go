@@ -104,9 +104,12 @@ func (w *walker) forClause(c *syntax.ForClause) {
 	switch l := c.Loop.(type) {
 	case *syntax.WordIter:
 		w.setsStrings = true // the loop variable holds each item
+		items := make([]word, 0, len(l.Items))
 		for _, item := range l.Items {
 			w.word(item)
+			items = append(items, resolve(item, w.src))
 		}
+		w.s.addLoop(l.Name.Value, items)
 	case *syntax.CStyleLoop:
 		w.s.setUnsound("a C-style for loop evaluates arithmetic that can run commands")
 		for _, x := range []syntax.ArithmExpr{l.Init, l.Cond, l.Post} {

@@ -52,6 +52,16 @@ func TestPathListDecidesFilesAndCommandsAlike(t *testing.T) {
 		{"Bash", jsonString("echo $HOME"), api.EffectAsk, ""},
 		{"Bash", jsonString("cat <(echo x)"), api.EffectAsk, ""},
 		{"Bash", jsonString("enable -n echo; echo $F"), api.EffectDeny, "deny-secrets-in-shell"},
+		// A for loop's variable is each of its items, when nothing else
+		// in the script may set it.
+		{"Bash", jsonString(`for f in *.go; do wc -l "$f"; done`), api.EffectAsk, ""},
+		{"Bash", jsonString(`for f in ~/.kube/*; do wc -l "$f"; done`), api.EffectDeny, "deny-secrets-in-shell"},
+		{"Bash", jsonString(`for f in *.go; do f=~/.netrc; wc -l "$f"; done`), api.EffectDeny, "deny-secrets-in-shell"},
+		{"Bash", jsonString(`for f in *.go; do read f; wc -l "$f"; done`), api.EffectDeny, "deny-secrets-in-shell"},
+		{"Bash", jsonString(`for f in *.go; do x=f; printf -v "$x" %s ~/.netrc; wc -l "$f"; done`), api.EffectDeny, "deny-rm"}, // unknown: printf -v of a run-time name
+		{"Bash", jsonString(`for f in *.go; do wc -l "${f:=~/.netrc}"; done`), api.EffectDeny, "deny-secrets-in-shell"},
+		{"Bash", jsonString(`for f in *.go; do wc -l $f; done`), api.EffectDeny, "deny-secrets-in-shell"},
+		{"Bash", jsonString(`for f in *.go; do :; done; for f in $(cat list); do wc -l "$f"; done`), api.EffectDeny, "deny-secrets-in-shell"},
 	} {
 		v := p.Decide(call(tt.tool, tt.input))
 		if v.Effect != tt.effect || v.RuleID != tt.rule {

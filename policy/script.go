@@ -23,6 +23,10 @@ type script struct {
 	redirs    []word // the files redirections read or write
 	dirs      cwdSet // where relative paths may resolve
 	rootMoved bool   // chroot and friends: absolute paths resolve elsewhere
+	// src is the command line, loops the for loops' variables with their
+	// items (loopvars.go).
+	src   string
+	loops map[string][]word
 	// dotglob: a glob may match names that start with a dot; the script
 	// may turn bash's dotglob on (shopt, GLOBIGNORE, BASHOPTS anywhere in
 	// it, as a command, a word or a string).
@@ -81,7 +85,7 @@ const maxNesting = 8
 // parseScript analyses a command line for the session's working directory
 // and home.
 func parseScript(src, cwd, home string) (s *script) {
-	s = &script{dotglob: strings.Contains(src, "shopt") || strings.Contains(src, "GLOBIGNORE") || strings.Contains(src, "BASHOPTS")}
+	s = &script{src: src, dotglob: strings.Contains(src, "shopt") || strings.Contains(src, "GLOBIGNORE") || strings.Contains(src, "BASHOPTS")}
 	defer func() {
 		if r := recover(); r != nil { // a bug in the walk must not loosen a decision
 			s = &script{}
