@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,7 +25,11 @@ var diffAllowed = [][]string{{"echo"}, {"printf"}, {"true"}, {"false"}, {":"}, {
 	{"timeout"}, {"nohup"}, {"xargs"}, {"read"}, {"mapfile"}, {"readarray"}, {"unset"}, {"declare"},
 	{"export"}, {"local"}, {"readonly"}, {"typeset"}, {"set"}, {"shopt"}, {"hash"}, {"enable"}, {"alias"},
 	{"unalias"}, {"trap"}, {"source"}, {"."}, {"let"}, {"getopts"}, {"compgen"}, {"complete"}, {"history"},
-	{"fc"}, {"bind"}, {"./tool"}, {"sub/tool"}}
+	{"fc"}, {"bind"}, {"./tool"}, {"sub/tool"},
+	// Programs the shipped policies allow with their option models: an
+	// option that writes a file or runs a program must make the allow
+	// miss.
+	{"git", "log"}, {"git", "diff"}, {"sort"}, {"uniq"}, {"find"}}
 
 // pathDirs is the PATH bash runs with.
 var pathDirs = []string{"/usr/local/bin", "/usr/bin", "/bin"}
@@ -57,7 +62,19 @@ func newBashWorld(t testing.TB) *bashWorld {
 		}
 	}
 	os.Chmod(dir, 0o755)
-	w.env = []string{"PATH=" + strings.Join(pathDirs, ":"), "HOME=" + w.home, "LC_ALL=C"}
+	// A repository for git log and git diff to read; git runs as nobody
+	// (under root) in a directory root owns.
+	w.env = []string{"PATH=" + strings.Join(pathDirs, ":"), "HOME=" + w.home, "LC_ALL=C", "GIT_CONFIG_COUNT=1",
+		"GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "a.txt"}, {"commit", "-qm", "a"}} {
+		git := exec.Command("git", args...)
+		git.Dir, git.Env = dir, w.env
+		if out, err := git.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s (the differential test needs git)", args, err, out)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a changed\n"), 0o755)
 	doc, _ := jsonMarshal(map[string]any{"version": 1, "default": "deny", "rules": []any{map[string]any{
 		"id": "allow", "effect": "allow", "tool": "Bash", "input": map[string]any{"command": map[string]any{"command": diffAllowed}}}}})
 	w.policy = mustParse(t, string(doc))
@@ -65,8 +82,8 @@ func newBashWorld(t testing.TB) *bashWorld {
 }
 
 // check runs a script with real bash when the allow rule accepts it, and
-// fails when bash executed a program no allowed prefix covers or touched
-// a file other than /dev/null.
+// fails when bash executed a program no allowed prefix covers, touched a
+// file other than /dev/null or tried to connect a socket.
 func (w *bashWorld) check(t *testing.T, script string) {
 	if len(script) > 16<<10 || w.passed[script] {
 		return // bash would spool a large here-document to a temporary file
@@ -90,6 +107,9 @@ func (w *bashWorld) check(t *testing.T, script string) {
 		if ch.Path != "/dev/null" || !strings.HasPrefix(ch.Syscall, "open") {
 			t.Errorf("allowed %q, and bash tried %s on %s %s", script, ch.Syscall, ch.Path, ch.Flags)
 		}
+	}
+	for _, addr := range tr.Connects {
+		t.Errorf("allowed %q, and bash tried to connect to %s", script, addr)
 	}
 	if !t.Failed() && len(w.passed) < 1<<20 {
 		w.passed[script] = true
@@ -144,8 +164,8 @@ func (w *bashWorld) program(prefix, path string, chdir bool) bool {
 // FuzzAllowedScriptsAgainstBash is the differential test of the allow side
 // against the real bash: for every script the allow rule accepts, raw or
 // generated from the grammar in bashgen_test.go, bash must execute only
-// programs an allowed prefix covers and open no file but /dev/null for
-// writing. Its seeds, the construct tables' scripts and FuzzCommand's
+// programs an allowed prefix covers, open no file but /dev/null for
+// writing and connect to nothing. Its seeds, the construct tables' scripts and FuzzCommand's
 // corpus run in the normal test suite.
 func FuzzAllowedScriptsAgainstBash(f *testing.F) {
 	for _, s := range diffSeeds {
@@ -179,6 +199,15 @@ var diffSeeds = []string{
 	"cd sub && ./tool", "cd sub; sub/tool", "sh -c 'touch p'",
 	// what the fuzzer found while the matcher was written
 	"tr -s | time exit", "timeout 1 -a", "env X=1 -i", "test \x00",
+	// comments, continuations, here-documents and CRs, where bash and
+	// the parser may read a line differently
+	"ls # \\\ntouch p", "ls # c\r\\\ntouch p", "l\\\ns a.txt", "cat a.txt \\\n; touch p",
+	"cat <<EOF\nEO\\\nF\ntouch p\nEOF\n", "cat <<EOF\n\\\nEOF\ntouch p\nEOF\n", "cat <<-EOF\n\tx\n\tEOF\n",
+	"cat <<\"EOF\"\n$(touch p)\nEOF\n", "cat <<E\\OF\n$(touch p)\nEOF\n", "ls\r", "cat a.txt\r",
+	// options that write or run
+	"git log --output=o.txt", "git log -1 --format=x --outp=o.txt", "git diff --ext-diff", "git diff --output=o.txt",
+	"sort -o o.txt a.txt", "sort --compress-program=./tool a.txt", "uniq a.txt o.txt", "find . -delete",
+	"find . -fprint o.txt", "find . -name '*.txt'", "git log --oneline", "sort a.txt | uniq -c",
 }
 
 // corpusStrings reads the string inputs of another fuzz target's corpus.

@@ -65,7 +65,7 @@ func (g *gen) list(depth int) {
 	n := 1 + g.pick(3)
 	for i := range n {
 		if i > 0 {
-			switch g.pick(5) {
+			switch g.pick(6) {
 			case 0:
 				g.w("; ")
 			case 1:
@@ -74,6 +74,8 @@ func (g *gen) list(depth int) {
 				g.w(" || ")
 			case 3:
 				g.w(" & ")
+			case 4:
+				g.comment()
 			default:
 				if g.inSubst > 0 {
 					g.w("; ")
@@ -115,13 +117,16 @@ var (
 	genAllowed = []string{"echo", "printf", "true", "false", ":", "pwd", "cat", "ls", "wc", "head", "grep",
 		"cut", "tr", "basename", "dirname", "seq", "uname", "test", "[", "cd", "pushd", "popd", "dirs", "type",
 		"times", "umask", "jobs", "wait", "shift", "command", "builtin", "exec", "eval", "env", "nice",
-		"timeout", "nohup", "xargs", "./tool", "sub/tool"}
+		"timeout", "nohup", "xargs", "./tool", "sub/tool", "l\\\ns", "git log", "git diff", "sort", "uniq",
+		"find"}
 	genRefused = []string{"read", "mapfile", "unset", "declare", "export", "local", "set", "shopt", "hash",
 		"enable", "alias", "trap", "source", ".", "let", "getopts", "compgen", "history", "fc", "/usr/bin/cat",
-		"./cat", "touch", "mkdir", "tee", "sh", "bash", "id", "exit"}
+		"./cat", "touch", "mkdir", "tee", "sh", "bash", "id", "exit", "tou\\\nch", "ls\r", "git status"}
 	genPlain = []string{"a.txt", "b.txt", "sub", "sub/c.txt", "x", "-a", "-l", "-n", "--", "/dev/null", "~",
 		".", "..", "1", "-e", "-f", "'a b'", `"a b"`, "''", "\\x", "EXIT", "ls", "cat", "'echo hi'", "hi", "-s",
-		"-p", "-v", "-x", "-c", "-C", "{}", "a=~/x", "--file=x", "-I{}", "-i", "touch", "'touch p'", "-u"}
+		"-p", "-v", "-x", "-c", "-C", "{}", "a=~/x", "--file=x", "-I{}", "-i", "touch", "'touch p'", "-u",
+		"--output=o.txt", "-o", "o.txt", "--outp=o.txt", "-delete", "-fprint", "-exec", ";", "+", "--ext-diff",
+		"--pre=./tool", "--compress-program=./tool", "-T", "a\\\n.txt", "x\r", "--oneline", "-c"}
 	genExpanded = []string{"$'a\\nb'", "*.txt", "?.txt", "[ab].txt", "{a,b}.txt", "s*", "$X", "${X}", `"$X"`,
 		`"$@"`, "$1", "${X:-y}", "${X:=y}", "${!X}", "${X@P}", "${#X}", "${X/a/b}", "'a[$(touch p)]'", "a[1]",
 		"~/x", "/", "-", "$((1+2))"}
@@ -139,9 +144,16 @@ func (g *gen) simple(depth int) {
 		g.w(genAllowed[g.pick(len(genAllowed))])
 	}
 	for n := g.pick(4); n > 0; n-- {
-		g.w(" ")
+		g.w([]string{" ", " ", " ", " \\\n"}[g.pick(4)]) // a continuation joins the words
 		g.word(depth)
 	}
+}
+
+// comment ends a line with a comment: bash ends it at the newline, even
+// after a backslash, and a CR is a plain character to it.
+func (g *gen) comment() {
+	g.w([]string{" # c", " # \\", " #c\r\\", " # 'x"}[g.pick(4)])
+	g.newline()
 }
 
 func (g *gen) word(depth int) {
@@ -297,8 +309,11 @@ func (g *gen) heredoc(depth int) {
 		g.w("2>/dev/null")
 		return
 	}
-	quoted := g.pick(2) == 0
-	g.w(map[bool]string{true: "<<'EOF'", false: "<<EOF"}[quoted])
-	body := []string{"hello\n", "$X\n", "$(touch p)\n", "rm x\n", "ls; cat a.txt\n", "`id`\n"}[g.pick(6)]
+	g.w([]string{"<<'EOF'", "<<EOF", `<<"EOF"`, `<<E\OF`, "<<-EOF", "<<-'EOF'"}[g.pick(6)])
+	// Bodies whose lines may end the here-document early in bash: a
+	// delimiter split by a backslash-newline, one after a tab (<<-), or
+	// with a CR.
+	body := []string{"hello\n", "$X\n", "$(touch p)\n", "rm x\n", "ls; cat a.txt\n", "`id`\n",
+		"EO\\\nF\ntouch p\n", "\\\nEOF\ntouch p\n", "\tEOF\ntouch p\n", "EOF\r\ntouch p\n", "x\\\n"}[g.pick(11)]
 	g.pending = append(g.pending, body)
 }

@@ -1,7 +1,7 @@
 // Package tracetest runs a script with the real bash under strace and
 // reports what a permission gate cares about: every program it tried to
-// execute, every file it tried to open for writing or to change, and
-// whether it changed directory. Attempts count, whatever their result.
+// execute, every file it tried to open for writing or to change, every
+// socket it tried to connect, and whether it changed directory. Attempts count, whatever their result.
 // Only tests import it; it needs strace (Debian: apt-get install strace).
 package tracetest
 
@@ -37,15 +37,16 @@ type Change struct {
 type Trace struct {
 	Execs    []Exec // the first is bash itself; none when killed before it started
 	Changes  []Change
-	Chdir    bool // the script changed directory at least once
-	TimedOut bool // killed after the timeout; the trace holds what ran until then
+	Connects []string // the address of every connect but to nscd, as strace prints it
+	Chdir    bool     // the script changed directory at least once
+	TimedOut bool     // killed after the timeout; the trace holds what ran until then
 }
 
 // traced are the system calls strace reports.
 var traced = []string{"execve", "execveat", "open", "openat", "openat2", "creat", "truncate", "mkdir",
 	"mkdirat", "mknod", "mknodat", "unlink", "unlinkat", "rmdir", "rename", "renameat", "renameat2", "link",
 	"linkat", "symlink", "symlinkat", "chmod", "fchmodat", "chown", "fchownat", "lchown", "utimensat",
-	"chdir", "fchdir"}
+	"chdir", "fchdir", "connect"}
 
 // Bash runs bash --norc --noprofile -c script in dir with env, standard
 // input and output on /dev/null, in a session of its own, and kills the
@@ -129,6 +130,12 @@ func (t *Trace) line(l string) {
 		t.Execs = append(t.Execs, Exec{Path: p.str(), Argv: p.list()})
 	case "chdir", "fchdir":
 		t.Chdir = true
+	case "connect":
+		p.skip()
+		addr := strings.TrimPrefix(p.rest(), ", ")
+		if !strings.Contains(addr, `"/var/run/nscd/socket"`) { // the C library's name lookups
+			t.Connects = append(t.Connects, addr)
+		}
 	case "open", "creat", "openat", "openat2":
 		t.open(name, p)
 	case "unlinkat", "mkdirat", "mknodat", "fchmodat", "fchownat", "utimensat", "renameat", "renameat2", "linkat":

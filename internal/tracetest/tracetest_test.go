@@ -3,6 +3,7 @@ package tracetest
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,13 +32,14 @@ func TestParseLine(t *testing.T) {
 	}
 }
 
-// A real run: what bash executes and writes is reported, a write that fails
-// included, and a script that does not end is killed.
+// A real run: what bash executes, writes and connects to is reported, a
+// write or connect that fails included, and a script that does not end is
+// killed.
 func TestBash(t *testing.T) {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o755)
 	env := []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
-	tr, err := Bash(dir, "ls -a | cat; echo x > out.txt; cd /", env, 10*time.Second)
+	tr, err := Bash(dir, "ls -a | cat; echo x > out.txt; : <>/dev/tcp/127.0.0.1/9; cd /", env, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +49,9 @@ func TestBash(t *testing.T) {
 	}
 	if len(progs) != 2 || !tr.Chdir || len(tr.Changes) != 1 || tr.Changes[0].Path != "out.txt" {
 		t.Errorf("execs %q, changes %+v, chdir %v", progs, tr.Changes, tr.Chdir)
+	}
+	if len(tr.Connects) != 1 || !strings.Contains(tr.Connects[0], "127.0.0.1") {
+		t.Errorf("connects %q, want the one to 127.0.0.1", tr.Connects)
 	}
 	start := time.Now()
 	tr, err = Bash(dir, "while :; do :; done", env, 300*time.Millisecond)
