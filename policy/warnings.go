@@ -37,7 +37,7 @@ func neverAllowed(name string) string {
 }
 
 // warnRules checks every rule's tool and input keys (tools.go), command
-// prefix and argument_under.
+// prefix, argument_under, argument_in and argument_outside.
 func (l *loader) warnRules(docs []RuleDoc) []*LoadError {
 	var warns []*LoadError
 	for i, d := range docs {
@@ -64,6 +64,14 @@ func (l *loader) warnRules(docs []RuleDoc) []*LoadError {
 			if c.ArgumentUnder != nil && d.Effect == api.EffectAllow {
 				warns = append(warns, l.at(ptr+"/argument_under", d.ID, "in an allow rule, argument_under "+
 					"holds when any one path is under a directory: it does not keep the other arguments there"))
+			}
+			if c.ArgumentIn != nil && d.Effect == api.EffectAllow {
+				warns = append(warns, l.at(ptr+"/argument_in", d.ID, "in an allow rule, argument_in "+
+					"holds when any one path is in the list: it does not keep the other arguments there"))
+			}
+			if c.ArgumentOutside != nil && d.Effect == api.EffectAllow {
+				warns = append(warns, l.at(ptr+"/argument_outside", d.ID, "in an allow rule, argument_outside "+
+					"holds when some path is outside the entries: it allows what leaves them, not what stays"))
 			}
 		}
 	}

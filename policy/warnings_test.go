@@ -8,7 +8,7 @@ import (
 // A prefix that can never match is a warning at its place in the file; the
 // document still loads.
 func TestPrefixWarnings(t *testing.T) {
-	p := mustParse(t, `{"version":1,"default":"ask","rules":[
+	p := mustParse(t, `{"version":1,"default":"ask","paths":{"s":["~/.ssh"]},"rules":[
 		{"id":"spaced","effect":"deny","tool":"Bash","reason_code":"x","input":{"command":{"command":[
 			["git push"]]}}},
 		{"id":"glob","effect":"deny","tool":"Bash","reason_code":"x","input":{"command":{"command":[["rm*"]]}}},
@@ -16,6 +16,8 @@ func TestPrefixWarnings(t *testing.T) {
 		{"id":"dir","effect":"ask","tool":"Bash","input":{"command":{"command":[["scripts/"]]}}},
 		{"id":"never-allowed","effect":"allow","tool":"Bash","input":{"command":{"command":[["ls"],["source"],["export"]]}}},
 		{"id":"allow-args","effect":"allow","tool":"Bash","input":{"command":{"argument_under":["src"]}}},
+		{"id":"allow-in","effect":"allow","tool":"Bash","input":{"command":{"argument_in":"s"}}},
+		{"id":"allow-outside","effect":"allow","tool":"Bash","input":{"command":{"argument_outside":["./*"]}}},
 		{"id":"fine","effect":"deny","tool":"Bash","reason_code":"x","input":{"command":{"command":[["rm","-rf"],["./deploy.sh"],["["]]}}}]}`)
 	want := []string{
 		`test.json:3:4: rule "spaced": warning: the word "git push" holds a space, so it only matches one quoted word: a prefix is a list of words, such as ["git", "push"]`,
@@ -25,6 +27,8 @@ func TestPrefixWarnings(t *testing.T) {
 		`rule "never-allowed": warning: an allow rule never matches "source": it runs a file the matcher cannot see`,
 		`rule "never-allowed": warning: an allow rule never matches "export": it sets shell variables`,
 		`rule "allow-args": warning: in an allow rule, argument_under holds when any one path is under a directory`,
+		`rule "allow-in": warning: in an allow rule, argument_in holds when any one path is in the list`,
+		`rule "allow-outside": warning: in an allow rule, argument_outside holds when some path is outside the entries`,
 	}
 	wantWarnings(t, p, want)
 }
