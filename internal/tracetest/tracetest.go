@@ -38,8 +38,12 @@ type Trace struct {
 	Execs    []Exec // the first is bash itself; none when killed before it started
 	Changes  []Change
 	Connects []string // the address of every connect but to nscd, as strace prints it
-	Chdir    bool     // the script changed directory at least once
-	TimedOut bool     // killed after the timeout; the trace holds what ran until then
+	// Chdir: the script changed directory at least once (bash, or a
+	// process that has not run another program: a program's own chdir,
+	// git's to the top of its repository, moves nothing bash runs).
+	Chdir    bool
+	TimedOut bool              // killed after the timeout; the trace holds what ran until then
+	programs map[string]string // by pid, the last program each ran
 }
 
 // traced are the system calls strace reports.
@@ -112,7 +116,7 @@ func parseFile(name string) (*Trace, error) {
 // line reads one line of strace -f: "PID name(args) = result", or its
 // "<unfinished ...>" half; the "resumed" half adds nothing we need.
 func (t *Trace) line(l string) {
-	_, rest, ok := strings.Cut(l, " ")
+	pid, rest, ok := strings.Cut(l, " ")
 	if !ok {
 		return
 	}
@@ -125,11 +129,15 @@ func (t *Trace) line(l string) {
 	switch name {
 	case "execve":
 		t.Execs = append(t.Execs, Exec{Path: p.str(), Argv: p.list()})
+		t.ran(pid, t.Execs[len(t.Execs)-1].Path, l)
 	case "execveat":
 		p.skip()
 		t.Execs = append(t.Execs, Exec{Path: p.str(), Argv: p.list()})
+		t.ran(pid, t.Execs[len(t.Execs)-1].Path, l)
 	case "chdir", "fchdir":
-		t.Chdir = true
+		if prog, ok := t.programs[pid]; !ok || prog == "bash" {
+			t.Chdir = true
+		}
 	case "connect":
 		p.skip()
 		addr := strings.TrimPrefix(p.rest(), ", ")
@@ -148,6 +156,19 @@ func (t *Trace) line(l string) {
 	default:
 		t.Changes = append(t.Changes, Change{Syscall: name, Path: p.str()})
 	}
+}
+
+// ran notes the program a process runs now, when the line shows its
+// execve succeeded (one strace splits in two is not noted: the process
+// then counts as bash, which only makes Chdir count more).
+func (t *Trace) ran(pid, path, line string) {
+	if !strings.HasSuffix(line, "= 0") {
+		return
+	}
+	if t.programs == nil {
+		t.programs = map[string]string{}
+	}
+	t.programs[pid] = filepath.Base(path)
 }
 
 // open records an open that may write: any of the flags below.

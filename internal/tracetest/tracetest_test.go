@@ -30,6 +30,24 @@ func TestParseLine(t *testing.T) {
 	if !tr.Chdir {
 		t.Error("chdir not seen")
 	}
+	// A program's own chdir (git's to the top of its repository) moves
+	// nothing bash runs; bash's, or a failed exec's process's, does.
+	tr = &Trace{}
+	for _, l := range []string{
+		`300 execve("/usr/bin/bash", ["bash", "-c", "git diff; sub/tool"], 0x1 /* 5 vars */) = 0`,
+		`301 execve("/usr/bin/git", ["git", "diff"], 0x1 /* 5 vars */) = 0`,
+		`301 chdir("/tmp/repo") = 0`,
+		`302 execve("/usr/bin/nothing", ["nothing"], 0x1 /* 5 vars */) = -1 ENOENT (No such file or directory)`,
+	} {
+		tr.line(l)
+	}
+	if tr.Chdir {
+		t.Error("git's chdir counted as the script's")
+	}
+	tr.line(`302 chdir("/") = 0`)
+	if !tr.Chdir {
+		t.Error("the chdir of a process whose exec failed (still bash) not seen")
+	}
 }
 
 // A real run: what bash executes, writes and connects to is reported, a
