@@ -160,3 +160,38 @@ func TestShippedPoliciesRefuseMakeWithRulesOfTheModels(t *testing.T) {
 		}
 	})
 }
+
+// Through the real CLI and the shipped starter policies, a link in the
+// project (a repository can hold one, and git checks it out) does not make
+// a secret a project file: reading through it is denied as reading the
+// secret is.
+func TestShippedPoliciesFollowLinksToSecrets(t *testing.T) {
+	t.Parallel()
+	forProfiles(t, func(t *testing.T, policy string) {
+		w := newWorld(t)
+		home := w.home()
+		for _, f := range []string{filepath.Join(home, ".ssh", "id_ed25519"), filepath.Join(home, ".netrc")} {
+			if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(f, []byte("s3cret\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for link, to := range map[string]string{"keys": filepath.Join(home, ".ssh"), "h": home} {
+			if err := os.Symlink(to, filepath.Join(w.project, link)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := w.run(runArgs{policy: policy, toolgate: []string{"--on-ask", "deny"}, script: []modelscript.Step{
+			step(bash("toolu_link_key", "cat keys/id_ed25519")),
+			step(bash("toolu_link_glob", "head -n 1 keys/*")),
+			step(bash("toolu_link_netrc", "cat h/.netrc")),
+		}})
+		for _, id := range []string{"toolu_link_key", "toolu_link_glob", "toolu_link_netrc"} {
+			if c := r.call(t, id); c.Effect != "deny" || c.ReasonCode != "secret_file" || c.Executed {
+				t.Errorf("%s: %s (%s), executed %v; want denied secret_file", id, c.Effect, c.ReasonCode, c.Executed)
+			}
+		}
+	})
+}
