@@ -51,25 +51,29 @@ func (op argumentUnderOp) find(v gjson.Result, ev *evalCtx) string {
 }
 
 // pathWords is every word of the script a program may take as a path:
-// not a process substitution's /dev/fd path, nor what the builtins echo
-// and printf print (they open no argument; a function of either name is
-// walked as its own commands), unless the script may turn a builtin off
-// (enable -n echo, then a program named echo runs).
+// not a process substitution's /dev/fd path, nor a word only known at run
+// time that the builtins echo and printf print (echo $PATH: they open no
+// argument; a function of either name is walked as its own commands).
+// What they print may still become another program's arguments: a script
+// that may do that (xargs, a redirection into a file) or may turn a
+// builtin off (enable -n echo, then a program named echo runs) has every
+// word counted, and a known path they print always counts.
 func (s *script) pathWords() []word {
-	builtins := true
+	printed := len(s.redirs) == 0
 	for _, cmd := range s.commands {
 		if len(cmd.argv) > 0 && (!cmd.argv[0].known || cmd.argv[0].s == "enable") {
-			builtins = false
+			printed = false
+		}
+		for _, c := range cmd.cands {
+			printed = printed && !c.stdinArgs
 		}
 	}
 	var out []word
 	for _, cmd := range s.commands {
 		out = append(out, cmd.assigns...)
-		if builtins && len(cmd.argv) > 0 && printsOnly[cmd.argv[0].s] {
-			continue
-		}
+		onlyPrinted := printed && len(cmd.argv) > 0 && printsOnly[cmd.argv[0].s]
 		for i, w := range cmd.argv {
-			if w.fd {
+			if w.fd || onlyPrinted && i > 0 && !w.known && !w.glob {
 				continue
 			}
 			if i > 0 || !w.known || strings.Contains(w.s, "/") {

@@ -54,6 +54,10 @@ func TestPathListDecidesFilesAndCommandsAlike(t *testing.T) {
 		{"Bash", jsonString("echo $HOME"), api.EffectAsk, ""},
 		{"Bash", jsonString("cat <(echo x)"), api.EffectAsk, ""},
 		{"Bash", jsonString("enable -n echo; echo $F"), api.EffectDeny, "deny-secrets-in-shell"},
+		// What echo prints can become another program's arguments.
+		{"Bash", jsonString("echo ~/.netrc | xargs cat"), api.EffectDeny, "deny-secrets-in-shell"},
+		{"Bash", jsonString("echo $HOME/.netrc | xargs cat"), api.EffectDeny, "deny-secrets-in-shell"},
+		{"Bash", jsonString("echo $HOME/.kube > list; tar -cf - -T list"), api.EffectDeny, "deny-secrets-in-shell"},
 		// A for loop's variable is each of its items, when nothing else
 		// in the script may set it.
 		{"Bash", jsonString(`for f in *.go; do wc -l "$f"; done`), api.EffectAsk, ""},
