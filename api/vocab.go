@@ -79,6 +79,9 @@ const (
 	ActorExpiry    = "system:expiry"    // an approval's time ran out
 	ActorHookGone  = "system:hook_gone" // an installed hook stopped waiting
 	ActorWithdrawn = "system:withdrawn" // the run that asked was stopped (Ctrl-C, SIGTERM)
+	// ActorClaudeDialog: in an installed session, a person answered Claude
+	// Code's own dialog first, and the call ran.
+	ActorClaudeDialog = "claude:dialog"
 )
 
 // Claude Code's hook events that toolgate handles.

@@ -267,6 +267,9 @@ func describeRefusal(te *ledger.TerminalError) string {
 	case te.Withdrawn():
 		return fmt.Sprintf("approval %s was withdrawn: the run that asked was stopped before anyone decided, and the call was denied %s",
 			te.Approval.ID, api.ReasonApprovalWithdrawn)
+	case te.AnsweredInDialog():
+		return fmt.Sprintf("approval %s was answered in Claude Code's own dialog, and the call ran; nothing decided here could take effect",
+			te.Approval.ID)
 	case te.Approval.Status == api.StatusExpired:
 		return fmt.Sprintf("approval %s expired at %s; nothing was decided, and the call was denied approval_expired",
 			te.Approval.ID, te.Approval.ExpiresAt.Local().Format(time.RFC3339))

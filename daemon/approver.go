@@ -89,7 +89,7 @@ func (d *Daemon) handleDecide(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.As(err, &te):
 		code := "already_decided"
-		if te.Approval.Status == api.StatusExpired && !te.Withdrawn() {
+		if te.Approval.Status == api.StatusExpired && !te.Withdrawn() && !te.AnsweredInDialog() {
 			code = "expired" // its time ran out; a withdrawn one was settled, as a decided one is
 		}
 		writeError(w, http.StatusConflict, code, describeRefusal(te))

@@ -239,6 +239,7 @@ func (g *gate) executed(ctx context.Context, s *gateSession, ev gjson.Result, fa
 	if failed {
 		outcome = clip.String(ev.Get("error").String(), 200)
 	}
+	g.answeredInDialog(ctx, s, id)
 	_, err := g.ledger.RecordExecution(ctx, id, ledger.Execution{Failed: failed, Outcome: outcome})
 	if errors.Is(err, ledger.ErrNotFound) {
 		// An execution the gate never saw proposed: record the call, then

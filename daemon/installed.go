@@ -218,7 +218,7 @@ func (g *gate) permissionRequest(ctx context.Context, s *gateSession, ev gjson.R
 		// The hook is gone before anyone decided: Claude Code's dialog
 		// answered first, or the hook was stopped. Nothing decided now
 		// could take effect, so the approval ends here.
-		g.handOff(context.WithoutCancel(ctx), id)
+		g.handOff(context.WithoutCancel(ctx), id, api.ActorHookGone)
 	}
 	return &v, err
 }
@@ -253,19 +253,38 @@ func (g *gate) release(toolUseID string) {
 	delete(g.claims.ids, toolUseID)
 }
 
-// handOff ends a pending hand-off approval whose hook went away.
-func (g *gate) handOff(ctx context.Context, approvalID string) {
-	a, _, err := g.ledger.HandOff(ctx, approvalID, api.ActorHookGone)
+// handOff ends a pending hand-off approval: its hook went away, or the
+// call ran on an answer in Claude Code's own dialog (actor).
+func (g *gate) handOff(ctx context.Context, approvalID, actor string) {
+	a, _, err := g.ledger.HandOff(ctx, approvalID, actor)
 	if err != nil {
 		if !ledger.IsTerminal(err) {
 			g.log.Error("hand off an approval", "approval", approvalID, "err", err)
 		}
 		return
 	}
-	g.log.Info("approval handed to Claude Code's dialog", "approval", a.ID, "tool_use_id", a.ToolUseID)
+	g.log.Info("approval handed to Claude Code's dialog", "approval", a.ID, "tool_use_id", a.ToolUseID, "actor", actor)
 	g.publish(ctx, api.EventExpired, a)
 	g.broker.changed(a.ID)
 	g.rearm()
+}
+
+// answeredInDialog closes the approval of a call that ran while toolgate's
+// ask of it waited. In an installed session Claude Code's own dialog asks
+// beside the PermissionRequest hook, and a person's Yes there runs the
+// call without a word to the hook, which goes on waiting. Nothing decided
+// in toolgate could take effect any more: the approval ends now, handed
+// to Claude Code (actor claude:dialog), a later toolgate approve is
+// refused, and the waiting hook is released with no answer.
+func (g *gate) answeredInDialog(ctx context.Context, s *gateSession, toolUseID string) {
+	if !s.settings.Installed {
+		return
+	}
+	a, err := g.ledger.ApprovalFor(ctx, toolUseID)
+	if err != nil || a.Status != api.StatusPending {
+		return
+	}
+	g.handOff(ctx, a.ID, api.ActorClaudeDialog)
 }
 
 // sessionEnd ends an installed hook's session when Claude Code ends it.

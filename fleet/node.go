@@ -262,7 +262,8 @@ func (n *Node) Expire(ctx context.Context, id string) (bool, error) {
 // outcomeOf is what a host's decision event says became of its ask.
 func outcomeOf(d api.Decision) string {
 	switch {
-	case d.Actor == api.ActorExpiry || d.Actor == api.ActorHookGone || d.Actor == api.ActorWithdrawn || d.ReasonCode == api.ReasonHandedToClaude:
+	case d.Actor == api.ActorExpiry || d.Actor == api.ActorHookGone || d.Actor == api.ActorWithdrawn || d.Actor == api.ActorClaudeDialog ||
+		d.ReasonCode == api.ReasonHandedToClaude:
 		return api.StatusExpired
 	case d.Decision == api.EffectAllow:
 		return api.StatusApproved

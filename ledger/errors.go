@@ -35,6 +35,12 @@ func (e *TerminalError) Withdrawn() bool {
 	return e.Decision != nil && e.Decision.Actor == api.ActorWithdrawn
 }
 
+// AnsweredInDialog says the approval was closed because a person answered
+// Claude Code's own dialog first and the call ran: it was decided there.
+func (e *TerminalError) AnsweredInDialog() bool {
+	return e.Decision != nil && e.Decision.Actor == api.ActorClaudeDialog
+}
+
 // AlreadyDecidedError is a decision recorded for a call that has a terminal one.
 type AlreadyDecidedError struct {
 	Call api.Call
