@@ -164,7 +164,8 @@ func TestShippedPoliciesRefuseMakeWithRulesOfTheModels(t *testing.T) {
 // Through the real CLI and the shipped starter policies, a link in the
 // project (a repository can hold one, and git checks it out) does not make
 // a secret a project file: reading through it is denied as reading the
-// secret is.
+// secret is, a .. after the link included (the kernel goes to the parent of
+// the link's target, not back to the project).
 func TestShippedPoliciesFollowLinksToSecrets(t *testing.T) {
 	t.Parallel()
 	forProfiles(t, func(t *testing.T, policy string) {
@@ -187,8 +188,9 @@ func TestShippedPoliciesFollowLinksToSecrets(t *testing.T) {
 			step(bash("toolu_link_key", "cat keys/id_ed25519")),
 			step(bash("toolu_link_glob", "head -n 1 keys/*")),
 			step(bash("toolu_link_netrc", "cat h/.netrc")),
+			step(bash("toolu_link_dotdot", "cat h/../home/.netrc")), // .. after a link: the target's parent
 		}})
-		for _, id := range []string{"toolu_link_key", "toolu_link_glob", "toolu_link_netrc"} {
+		for _, id := range []string{"toolu_link_key", "toolu_link_glob", "toolu_link_netrc", "toolu_link_dotdot"} {
 			if c := r.call(t, id); c.Effect != "deny" || c.ReasonCode != "secret_file" || c.Executed {
 				t.Errorf("%s: %s (%s), executed %v; want denied secret_file", id, c.Effect, c.ReasonCode, c.Executed)
 			}

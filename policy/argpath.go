@@ -122,9 +122,12 @@ func (op argumentUnderOp) word(s *script, w word, dirs []string, ev *evalCtx, de
 			}
 			continue
 		}
+		if deny {
+			got = append(got, s.physicalPaths(w, ev.call.Cwd, ev.call.Home, eq)...)
+		}
 		for _, p := range got {
-			if i, at := ev.listed(p, dirs, deny); i >= 0 {
-				return fmt.Sprintf("%s is %s, under %s", w.raw, at, op.dirs[i])
+			if i := inList(p, dirs); i >= 0 {
+				return fmt.Sprintf("%s is %s, under %s", w.raw, p, op.dirs[i])
 			}
 		}
 	}
@@ -155,9 +158,9 @@ func (op argumentUnderOp) atValue(s *script, w word, dirs []string, ev *evalCtx)
 	if !ok {
 		return fmt.Sprintf("%s may name a file anywhere", w.raw)
 	}
-	for _, p := range got {
-		if i, at := ev.listed(p, dirs, true); i >= 0 {
-			return fmt.Sprintf("%s names %s, under %s", w.raw, at, op.dirs[i])
+	for _, p := range append(got, s.physicalPaths(file, ev.call.Cwd, ev.call.Home, false)...) {
+		if i := inList(p, dirs); i >= 0 {
+			return fmt.Sprintf("%s names %s, under %s", w.raw, p, op.dirs[i])
 		}
 	}
 	return ""
@@ -182,9 +185,9 @@ func (op argumentUnderOp) gluedValue(s *script, w word, dirs []string, ev *evalC
 		if !ok {
 			continue
 		}
-		for _, p := range got {
-			if i, at := ev.listed(p, dirs, true); i >= 0 {
-				return fmt.Sprintf("%s may be an option with the value %s, under %s", w.raw, at, op.dirs[i])
+		for _, p := range append(got, s.physicalPaths(tail, ev.call.Cwd, ev.call.Home, false)...) {
+			if i := inList(p, dirs); i >= 0 {
+				return fmt.Sprintf("%s may be an option with the value %s, under %s", w.raw, p, op.dirs[i])
 			}
 		}
 	}
@@ -203,70 +206,37 @@ func (op argumentUnderOp) glob(s *script, w word, dirs []string, ev *evalCtx, de
 	if !ok || strings.Contains(w.s, "**") {
 		return fmt.Sprintf("glob %s may match anything", w.raw)
 	}
-	for _, p := range got {
-		for _, g := range []string{p, ev.realGlob(p)} {
-			for i, d := range dirs {
-				if strings.HasPrefix(d, "!") {
-					continue // a glob is read without exclusions
-				}
-				if hasGlob(d) && globEntryMeet(g, d, s.dotglob) || !hasGlob(d) && globUnder(g, d) {
-					return fmt.Sprintf("glob %s may match a path under %s", w.raw, op.dirs[i])
-				}
+	for _, g := range append(got, physicalGlobs(s.rawPaths(lit, ev.call.Cwd, ev.call.Home))...) {
+		for i, d := range dirs {
+			if strings.HasPrefix(d, "!") {
+				continue // a glob is read without exclusions
+			}
+			if hasGlob(d) && globEntryMeet(g, d, s.dotglob) || !hasGlob(d) && globUnder(g, d) {
+				return fmt.Sprintf("glob %s may match a path under %s", w.raw, op.dirs[i])
 			}
 		}
 	}
 	return ""
 }
 
-// listed is the index of the entry of dirs that holds the normalized path
-// p, and the path it holds: p as written or, for deny and ask, as its
-// links lead (a link in the project to ~/.ssh, which git can check out,
-// names a secret); -1 when none does. A link made by the same script is
-// not there yet to be followed: the Bash boundary is what holds then.
-func (ev *evalCtx) listed(p string, dirs []string, deny bool) (int, string) {
-	if i := inList(p, dirs); i >= 0 {
-		return i, p
-	}
-	if deny {
-		if r := ev.realPath(p); r != p {
-			if i := inList(r, dirs); i >= 0 {
-				return i, r
-			}
+// physicalGlobs are globs with the directories before their first pattern
+// component resolved as the kernel does (physical): k/* where k links to
+// ~/.ssh is ~/.ssh/*, and h/../* where h links to ~/x is ~/*.
+func physicalGlobs(raw []string) []string {
+	out := make([]string, 0, len(raw))
+	for _, g := range raw {
+		parts := strings.Split(g, "/")
+		k := 0
+		for k < len(parts) && !hasGlob(parts[k]) {
+			k++
 		}
-	}
-	return -1, ""
-}
-
-// realPath is the normalized path p with its links resolved as far as
-// they exist, once per evaluation.
-func (ev *evalCtx) realPath(p string) string {
-	if r, ok := ev.real[p]; ok {
-		return r
-	}
-	if ev.real == nil {
-		ev.real = map[string]string{}
-	}
-	r := p
-	if strings.HasPrefix(p, "/") {
-		r = resolveLinks(p)
-	}
-	ev.real[p] = r
-	return r
-}
-
-// realGlob is a normalized glob with the directories before its first
-// pattern component resolved: k/* where k links to ~/.ssh is ~/.ssh/*.
-func (ev *evalCtx) realGlob(pattern string) string {
-	parts := strings.Split(pattern, "/")
-	for k, part := range parts {
-		if hasGlob(part) {
-			if k <= 1 {
-				return pattern
-			}
-			return ev.realPath(strings.Join(parts[:k], "/")) + "/" + strings.Join(parts[k:], "/")
+		if k <= 1 {
+			out = append(out, path.Clean(g))
+			continue
 		}
+		out = append(out, path.Clean(physical(strings.Join(parts[:k], "/"))+"/"+strings.Join(parts[k:], "/")))
 	}
-	return ev.realPath(pattern)
+	return out
 }
 
 // globUnder reports whether a normalized pattern may match dir or a path

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"os"
 	"path"
 	"strings"
 )
@@ -72,6 +73,13 @@ func (ops cwdOps) resolve(cwd, home string, cdpath bool) cwdSet {
 				return cwdSet{unknown: true}
 			}
 			next = append(next, to)
+			// cd -P (and every later path through it) goes where the
+			// kernel leads: h/.. is the parent of h's target.
+			if raw, ok := op.applyRaw(d, home); ok {
+				if real := physical(raw); real != to {
+					next = append(next, real)
+				}
+			}
 		}
 		for _, to := range next {
 			if !containsString(set.dirs, to) {
@@ -105,6 +113,71 @@ func (op cwdOp) apply(dir, home string, cdpath bool) (string, bool) {
 	return joinPath(dir, d.s), true
 }
 
+// applyRaw is where op leads from dir before any cleaning, for physical.
+func (op cwdOp) applyRaw(dir, home string) (string, bool) {
+	d := op.dir
+	switch {
+	case op.home || !d.known || op.loop:
+		return "", false
+	case d.tilde:
+		return home + d.s[1:], home != ""
+	}
+	return rawJoin(dir, d.s), true
+}
+
+// rawJoin is p against dir, not cleaned: a .. after a link stays for
+// physical to resolve.
+func rawJoin(dir, p string) string {
+	if strings.HasPrefix(p, "/") || dir == "" {
+		return p
+	}
+	return dir + "/" + p
+}
+
+// physical resolves an absolute path as the kernel does: component by
+// component, each link replaced by its target before the next component is
+// looked up, so that link/.. is the parent of the link's target, not the
+// directory holding the link. From the first component that does not exist
+// on, the rest is cleaned lexically (a dangling link's target included).
+// p need not be clean.
+func physical(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		return path.Clean(p)
+	}
+	parts := strings.Split(p, "/")
+	cur := "/"
+	for i, hops := 0, 0; i < len(parts); i++ {
+		c := parts[i]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = path.Dir(cur)
+			continue
+		}
+		next := path.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return path.Join(append([]string{next}, parts[i+1:]...)...)
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		target, err := os.Readlink(next)
+		if err != nil || hops >= 40 {
+			return path.Join(append([]string{next}, parts[i+1:]...)...)
+		}
+		hops++
+		if strings.HasPrefix(target, "/") {
+			cur = "/"
+		}
+		parts = append(strings.Split(target, "/"), parts[i+1:]...)
+		i = -1
+	}
+	return cur
+}
+
 // joinPath resolves p against dir, lexically.
 func joinPath(dir, p string) string {
 	if strings.HasPrefix(p, "/") || dir == "" {
@@ -126,6 +199,24 @@ func containsString(list []string, s string) bool {
 // that depends on something the matcher cannot follow (the word's value, a
 // change of directory, a changed root).
 func (s *script) paths(w word, cwd, home string, eq bool) ([]string, bool) {
+	return s.pathsBy(w, cwd, home, eq, joinPath)
+}
+
+// physicalPaths are where a word, taken as a path, leads as the kernel
+// resolves it (physical): paths without the lexical cleaning first, so
+// that a .. after a link goes to the parent of the link's target.
+func (s *script) physicalPaths(w word, cwd, home string, eq bool) []string {
+	got, _ := s.pathsBy(w, cwd, home, eq, func(dir, p string) string { return physical(rawJoin(dir, p)) })
+	return got
+}
+
+// rawPaths are paths without any cleaning, for a glob's physicalGlob.
+func (s *script) rawPaths(w word, cwd, home string) []string {
+	got, _ := s.pathsBy(w, cwd, home, false, rawJoin)
+	return got
+}
+
+func (s *script) pathsBy(w word, cwd, home string, eq bool, join func(dir, p string) string) ([]string, bool) {
 	p, tilde := w.s, w.tilde
 	if eq {
 		_, p, _ = strings.Cut(w.s, "=")
@@ -138,15 +229,15 @@ func (s *script) paths(w word, cwd, home string, eq bool) ([]string, bool) {
 		if home == "" {
 			return nil, false
 		}
-		return []string{path.Clean(home + p[1:])}, true
+		return []string{join("", home+p[1:])}, true
 	case strings.HasPrefix(p, "/") || s.dirs.dirs == nil && !s.dirs.unknown:
-		return []string{joinPath(cwd, p)}, true
+		return []string{join(cwd, p)}, true
 	case s.dirs.unknown:
 		return nil, false
 	}
 	out := make([]string, len(s.dirs.dirs))
 	for i, d := range s.dirs.dirs {
-		out[i] = joinPath(d, p)
+		out[i] = join(d, p)
 	}
 	return out, true
 }

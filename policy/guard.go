@@ -61,14 +61,14 @@ func (g *Guard) check(c Call) (rule, why string, denied bool) {
 	in := gjson.ParseBytes(c.Input)
 	for _, key := range PathKeys {
 		if p := in.Get(key); p.Type == gjson.String {
-			if hit := g.protects(normalizePath(p.Str, c)); hit != "" {
+			if hit := g.protects(rawPath(p.Str, c)); hit != "" {
 				return GuardFiles, key + " " + p.Str + " is under " + hit + ", which no session may touch", true
 			}
 			if writes[c.Tool] {
-				if what := startsCodeLater(normalizePath(p.Str, c), c.Home); what != "" {
+				if what := startsCodeLater(rawPath(p.Str, c), c.Home); what != "" {
 					return GuardFiles, key + " " + p.Str + " is " + what + ": what is written there runs later, outside the session's boundary", true
 				}
-				if !g.writable(normalizePath(p.Str, c)) {
+				if !g.writable(rawPath(p.Str, c)) {
 					return GuardFiles, key + " " + p.Str + " is outside the trees the session may write (the project, its temp dir, --writable): " +
 						"its Bash commands cannot write there either", true
 				}
@@ -85,15 +85,16 @@ func (g *Guard) check(c Call) (rule, why string, denied bool) {
 
 // writable reports whether a write tool may write p: anywhere without a
 // limit, else only where p, as written and with its links resolved, lies
-// in one of the writable trees.
-func (g *Guard) writable(p string) bool {
+// in one of the writable trees. p is joined to the call's directory, not
+// cleaned (for physical), as for protects and startsCodeLater.
+func (g *Guard) writable(raw string) bool {
 	if len(g.Writable) == 0 {
 		return true
 	}
 	in := func(p string) bool {
 		return slices.ContainsFunc(g.Writable, func(w string) bool { return pathUnder(p, w) })
 	}
-	return in(p) && in(resolveLinks(p))
+	return in(path.Clean(raw)) && in(physical(raw))
 }
 
 // writes are Claude Code's tools that write the file they name.
@@ -110,8 +111,8 @@ var rcFiles = []string{".bashrc", ".bash_profile", ".bash_login", ".bash_logout"
 // git's config and hooks, Claude Code's project configuration (.claude,
 // .mcp.json) at any depth (nested skills load when the model works there),
 // and the shell's and the desktop's start-up files.
-func startsCodeLater(p, home string) string {
-	for _, candidate := range []string{p, resolveLinks(p)} {
+func startsCodeLater(raw, home string) string {
+	for _, candidate := range []string{path.Clean(raw), physical(raw)} {
 		parts := strings.Split(candidate, "/")
 		for i, part := range parts {
 			switch {
@@ -143,13 +144,14 @@ var opaque = []string{"/proc", "/dev/fd"}
 
 // protects returns the protected path p is (or is under), symbolic links
 // resolved as far as they exist, or "".
-func (g *Guard) protects(p string) string {
+func (g *Guard) protects(raw string) string {
+	p := path.Clean(raw)
 	for _, o := range opaque {
 		if p == o || strings.HasPrefix(p, o+"/") {
 			return o
 		}
 	}
-	for _, candidate := range []string{p, resolveLinks(p)} {
+	for _, candidate := range []string{p, physical(raw)} {
 		for _, prot := range g.Protected {
 			if candidate == prot || strings.HasPrefix(candidate, strings.TrimSuffix(prot, "/")+"/") {
 				return prot
@@ -278,7 +280,7 @@ func (g *Guard) command(script string, c Call) string {
 			}
 		case *syntax.Redirect:
 			if w := guardWord(n.Word); w != "" {
-				if hit := g.protects(normalizePath(w, c)); hit != "" {
+				if hit := g.protects(rawPath(w, c)); hit != "" {
 					why = "a redirection names " + w + ", under " + hit
 				}
 			}
@@ -309,7 +311,7 @@ func (g *Guard) call(args []*syntax.Word, c Call) string {
 			return "toolgate audit prune is for a person outside the session"
 		}
 		if strings.Contains(w, "/") || strings.HasPrefix(w, "~") {
-			if hit := g.protects(normalizePath(w, c)); hit != "" {
+			if hit := g.protects(rawPath(w, c)); hit != "" {
 				return "the command names " + w + ", under " + hit
 			}
 		}

@@ -178,6 +178,18 @@ func pathUnder(p, dir string) bool {
 	return strings.HasPrefix(p, dir+"/")
 }
 
+// rawPath is p with ~ expanded and joined to the call's working
+// directory, not cleaned (for physical).
+func rawPath(p string, c Call) string {
+	switch {
+	case p == "~" && c.Home != "":
+		p = c.Home
+	case strings.HasPrefix(p, "~/") && c.Home != "":
+		p = c.Home + p[1:]
+	}
+	return rawJoin(c.Cwd, p)
+}
+
 // normalizePath makes a path comparable: "~" and "~/..." expand to the
 // call's home, a relative path resolves against the call's working
 // directory, then ".", ".." and duplicate slashes are removed lexically.

@@ -298,8 +298,8 @@ func (op argumentOutsideOp) find(v gjson.Result, ev *evalCtx) string {
 			if !ok {
 				return fmt.Sprintf("glob %s may match anything", w.raw)
 			}
-			for _, p := range got {
-				if !globWithin(p, entries) || !globWithin(ev.realGlob(p), entries) {
+			for _, p := range append(got, physicalGlobs(s.rawPaths(lit, ev.call.Cwd, ev.call.Home))...) {
+				if !globWithin(p, entries) {
 					return fmt.Sprintf("glob %s may match a path outside %s", w.raw, strings.Join(op.entries, ", "))
 				}
 			}
@@ -315,12 +315,12 @@ func (op argumentOutsideOp) find(v gjson.Result, ev *evalCtx) string {
 				}
 				continue
 			}
+			if deny {
+				got = append(got, s.physicalPaths(w, ev.call.Cwd, ev.call.Home, false)...)
+			}
 			for _, p := range got {
 				if !inside(p) {
 					return fmt.Sprintf("%s is %s, outside %s", w.raw, p, strings.Join(op.entries, ", "))
-				}
-				if r := ev.realPath(p); deny && !inside(r) {
-					return fmt.Sprintf("%s leads to %s, outside %s", w.raw, r, strings.Join(op.entries, ", "))
 				}
 			}
 		}

@@ -160,12 +160,25 @@ func TestArgumentsFollowLinks(t *testing.T) {
 		"wc -l h/.netrc":      "deny-secrets-in-shell",
 		"curl -d @k/config x": "deny-secrets-in-shell",
 		"rm -rf h/":           "deny-rm",
-		"rm -rf h/*":          "deny-rm",
-		"cat README.md":       "allow-read",
+		// .. after a link is the parent of the link's target, as the
+		// kernel resolves it, not the directory that holds the link.
+		"cat h/../home/.netrc":          "deny-secrets-in-shell",
+		"cat < h/../home/.kube/config":  "deny-secrets-in-shell",
+		"head h/../home/.kube/*":        "deny-secrets-in-shell",
+		"rm -rf h/../home":              "deny-rm",
+		"cd -P h/.. && cat home/.netrc": "deny-secrets-in-shell",
+		"rm -rf h/*":                    "deny-rm",
+		"cat README.md":                 "allow-read",
 	} {
 		v := p.Decide(Call{Tool: "Bash", Input: []byte(jsonString(command)), Cwd: project, Home: home})
 		if v.RuleID != rule {
 			t.Errorf("%q: %s by %q, want rule %q", command, v.Effect, v.RuleID, rule)
+		}
+	}
+	for _, file := range []string{"k/config", "h/../home/.netrc", project + "/h/../home/.kube/config"} {
+		v := p.Decide(Call{Tool: "Read", Input: []byte(`{"file_path":"` + file + `"}`), Cwd: project, Home: home})
+		if v.RuleID != "deny-secrets" {
+			t.Errorf("Read %s: %s by %q, want deny-secrets", file, v.Effect, v.RuleID)
 		}
 	}
 }

@@ -108,20 +108,21 @@ func (ev *evalCtx) normalize(p string) string {
 	return n
 }
 
-// resolved is p normalized, with its links resolved as far as they exist.
+// resolved is where p leads as the kernel resolves it: its links resolved
+// as far as they exist, each before the components after it (physical),
+// so that link/.. is the parent of the link's target.
 func (ev *evalCtx) resolved(p string) string {
-	n := ev.normalize(p)
-	if r, ok := ev.real[n]; ok {
+	if r, ok := ev.real[p]; ok {
 		return r
 	}
 	if ev.real == nil {
 		ev.real = map[string]string{}
 	}
-	r := n
-	if strings.HasPrefix(n, "/") {
-		r = resolveLinks(n)
+	r := ev.normalize(p)
+	if raw := rawPath(p, ev.call); strings.HasPrefix(raw, "/") {
+		r = physical(raw)
 	}
-	ev.real[n] = r
+	ev.real[p] = r
 	return r
 }
 
