@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"strings"
 
@@ -47,7 +48,114 @@ func (op argumentUnderOp) find(v gjson.Result, ev *evalCtx) string {
 			return found
 		}
 	}
+	if deny {
+		return op.findVisits(s, dirs, ev)
+	}
 	return ""
+}
+
+// findVisits checks, on the deny side, the files find hands to what its
+// -exec, -execdir, -ok and -okdir run ({}): any file under its starting
+// points whose name its -name may match, dot files included. (A find that
+// only prints names opens none.)
+func (op argumentUnderOp) findVisits(s *script, dirs []string, ev *evalCtx) string {
+	for _, cmd := range s.commands {
+		for _, c := range cmd.cands {
+			if len(c.argv) == 0 || !c.argv[0].known || path.Base(c.argv[0].s) != "find" || !findRuns(c.argv) {
+				continue
+			}
+			roots, name := findRoots(c.argv)
+			for _, r := range roots {
+				if !r.known {
+					return fmt.Sprintf("find starts from %s, only known at run time", r.raw)
+				}
+				got, ok := s.paths(r, ev.call.Cwd, ev.call.Home, false)
+				if !ok {
+					return fmt.Sprintf("find starts from %s, which may be anywhere", r.raw)
+				}
+				for _, p := range append(got, s.physicalPaths(r, ev.call.Cwd, ev.call.Home, false)...) {
+					for i, d := range dirs {
+						if !strings.HasPrefix(d, "!") && findReaches(p, name, d) {
+							return fmt.Sprintf("find hands what it runs the files under %s named %s, which may be under %s", r.raw, name, op.dirs[i])
+						}
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// findReaches reports whether find, started at root and matching name
+// (find's names match dot files too), may hand over what the entry names
+// or a file in it: root is in the entry, or the entry lies under root
+// with a name that name may match (or is a directory, whose files may
+// have any name).
+func findReaches(root, name, entry string) bool {
+	if !hasGlob(entry) {
+		if pathUnder(root, entry) {
+			return true
+		}
+		if !pathUnder(entry, root) {
+			return false
+		}
+		fi, err := os.Stat(entry)
+		return err == nil && fi.IsDir() || globsMeet(strings.ToLower(name), strings.ToLower(path.Base(entry)))
+	}
+	if globEntryMeet(root, entry, true) {
+		return true // root is in what the pattern names
+	}
+	last := path.Base(entry)
+	return globEntryMeet(strings.TrimSuffix(root, "/")+"/**/"+last, entry, true) &&
+		globsMeet(strings.ToLower(name), strings.ToLower(last))
+}
+
+// findRuns reports whether find runs a program on what it finds.
+func findRuns(argv []word) bool {
+	for _, a := range argv[1:] {
+		if a.known && (a.s == "-exec" || a.s == "-execdir" || a.s == "-ok" || a.s == "-okdir") {
+			return true
+		}
+	}
+	return false
+}
+
+// findRoots are find's starting points (. when it names none), and the
+// name its files must match: the pattern of its only -name, else *.
+func findRoots(argv []word) ([]word, string) {
+	var roots []word
+	i := 1
+	for i < len(argv) && argv[i].known && (argv[i].s == "-L" || argv[i].s == "-H" || argv[i].s == "-P") {
+		i++
+	}
+	for ; i < len(argv); i++ {
+		a := argv[i]
+		if a.known && (strings.HasPrefix(a.s, "-") || a.s == "(" || a.s == "!") {
+			break
+		}
+		roots = append(roots, a)
+	}
+	if len(roots) == 0 {
+		roots = []word{literalWord(".")}
+	}
+	name, names := "*", 0
+	for j := i; j+1 < len(argv); j++ {
+		switch {
+		case !argv[j].known:
+			names = 2
+		case argv[j].s == "-name" || argv[j].s == "-iname":
+			names++
+			if argv[j+1].known && argv[j].s == "-name" {
+				name = argv[j+1].s
+			} else {
+				names = 2
+			}
+		}
+	}
+	if names != 1 {
+		name = "*"
+	}
+	return roots, name
 }
 
 // pathWords is every word of the script a program may take as a path:

@@ -87,6 +87,15 @@ func partsUnder(ps, es []string, meet, dotglob bool) bool {
 	if len(ps) == 0 {
 		return false
 	}
+	if meet && ps[0] == "**" {
+		// The glob's ** may be any number of the entry's components.
+		for j := 0; j <= len(es); j++ {
+			if partsUnder(ps[1:], es[j:], meet, dotglob) {
+				return true
+			}
+		}
+		return false
+	}
 	var ok bool
 	if meet {
 		ok = globsMeet(ps[0], es[0]) && (dotglob || !hiddenOnly(ps[0], es[0]))

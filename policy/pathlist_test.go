@@ -54,6 +54,13 @@ func TestPathListDecidesFilesAndCommandsAlike(t *testing.T) {
 		{"Bash", jsonString("echo $HOME"), api.EffectAsk, ""},
 		{"Bash", jsonString("cat <(echo x)"), api.EffectAsk, ""},
 		{"Bash", jsonString("enable -n echo; echo $F"), api.EffectDeny, "deny-secrets-in-shell"},
+		// What find hands to -exec is every file under its starting
+		// points that its -name may match, dot files included.
+		{"Bash", jsonString("find ~ -name .netrc -exec cat {} +"), api.EffectDeny, "deny-secrets-in-shell"},
+		{"Bash", jsonString("find / -exec cat {} +"), api.EffectDeny, "deny-secrets-in-shell"},
+		{"Bash", jsonString("find . -name '*.txt' -exec cat {} +"), api.EffectDeny, "deny-secrets-in-shell"}, // .env.txt
+		{"Bash", jsonString("find . -name main.go -exec cat {} +"), api.EffectAsk, ""},
+		{"Bash", jsonString("find ~ -name .netrc"), api.EffectAsk, ""}, // prints names only
 		// What echo prints can become another program's arguments.
 		{"Bash", jsonString("echo ~/.netrc | xargs cat"), api.EffectDeny, "deny-secrets-in-shell"},
 		{"Bash", jsonString("echo $HOME/.netrc | xargs cat"), api.EffectDeny, "deny-secrets-in-shell"},
