@@ -248,15 +248,22 @@ func (op argumentUnderOp) word(s *script, w word, dirs []string, ev *evalCtx, de
 	return op.gluedValue(s, w, dirs, ev)
 }
 
-// atValue checks, on the deny side, a value that names a file after an @:
-// curl -d @.env and -F f=@key send the file's contents, and other programs
-// read @FILE as a list of arguments.
+// atValue checks, on the deny side, a value that names a file after an @
+// or a colon: curl -d @.env and -F f=@key send the file's contents, other
+// programs read @FILE as a list of arguments, and git show HEAD:.env
+// prints the committed one.
 func (op argumentUnderOp) atValue(s *script, w word, dirs []string, ev *evalCtx) string {
 	value := w.s
 	if _, after, ok := strings.Cut(w.s, "="); ok && !strings.HasPrefix(value, "@") {
 		value = after
 	}
 	rest, ok := strings.CutPrefix(value, "@")
+	if !ok {
+		// git's REV:PATH (git show HEAD:.env, git show :.env) names a
+		// file of the repository, as it was committed or staged.
+		_, rest, ok = strings.Cut(value, ":")
+		ok = ok && !strings.Contains(value, "://")
+	}
 	if !ok || rest == "" {
 		return ""
 	}

@@ -202,6 +202,31 @@ func init() {
 			"always-make", "just-print", "dry-run", "question", "no-builtin-rules", "no-builtin-variables",
 			"print-directory", "no-print-directory", "ignore-errors", "output-sync"), noAssign: true},
 	}
+	// The project's own build and test runners: what they run comes from
+	// the project (the allow is sound only inside the Bash boundary), but
+	// no option may add a program, a configuration or a directory of the
+	// model's choosing. Not among cargo's: --config, --manifest-path,
+	// --target-dir, -Z; npm's: --script-shell, --node-options, --prefix,
+	// --userconfig and every other configuration; pytest's: --basetemp
+	// (deleted and rewritten), --junitxml, --debug, --pastebin, -c, -o,
+	// -p, --rootdir; tsc's: -p, --outFile, --outDir. What follows -- goes
+	// to the test binary or the script, and is held to the same list.
+	cargo := optionModel{short: "qvjp", valued: "jp", long: set("release", "package", "workspace", "all", "lib",
+		"bins", "tests", "benches", "examples", "all-targets", "features", "all-features", "no-default-features",
+		"quiet", "verbose", "jobs", "no-fail-fast", "doc", "locked", "offline", "frozen", "nocapture",
+		"test-threads", "ignored", "include-ignored", "exact", "show-output", "color")}
+	more["cargo build"], more["cargo test"], more["cargo check"] = cargo, cargo, cargo
+	npm := optionModel{short: "s", long: set("silent", "if-present", "workspaces", "quiet")}
+	more["npm test"], more["npm run"] = npm, npm
+	more["pytest"] = optionModel{short: "xqvsklmrn", valued: "kmrn", long: set("exitfirst", "quiet", "verbose", "lf",
+		"last-failed", "ff", "failed-first", "maxfail", "tb", "no-header", "collect-only", "co", "durations",
+		"strict-markers", "showlocals", "capture", "disable-warnings", "sw", "stepwise", "color", "version")}
+	more["python3 -m pytest"] = more["pytest"]
+	more["tsc"] = optionModel{long: set("noEmit", "pretty", "strict", "skipLibCheck", "listFiles", "diagnostics",
+		"extendedDiagnostics", "version", "help", "noUnusedLocals", "noUnusedParameters")}
+	// Not among date's: -s and --set (set the clock).
+	more["date"] = optionModel{short: "uRIdfr", valued: "dfr", long: set("utc", "universal", "rfc-email", "iso-8601",
+		"rfc-3339", "date", "file", "reference", "debug")}
 	for name, m := range more {
 		models[name] = m
 	}
@@ -220,6 +245,11 @@ func modelOf(argv []word) (optionModel, int, bool) {
 	if len(argv) > 1 && argv[1].known {
 		if m, ok := models[name+" "+argv[1].s]; ok {
 			return m, 2, true
+		}
+		if len(argv) > 2 && argv[2].known {
+			if m, ok := models[name+" "+argv[1].s+" "+argv[2].s]; ok {
+				return m, 3, true
+			}
 		}
 	}
 	return optionModel{}, 0, false

@@ -72,7 +72,14 @@ func TestAllowedProgramsOnlyWithSafeOptions(t *testing.T) {
 		"grep --file=patterns x.go", "rg -e -- --pre=/tmp/x .", "grep -e -- -f/home/u/.ssh/id_rsa guess.txt",
 		// Conservative: a word that starts with - is read as an option
 		// wherever it stands, after -- too.
-		"git log -- --output=x", "go test -run TestX ./e2e -args -update"} {
+		"git log -- --output=x", "go test -run TestX ./e2e -args -update",
+		// The project's runners with an option that adds a program, a
+		// configuration, a directory or a file of the model's choosing.
+		`cargo test --config 'target.x86_64-unknown-linux-gnu.runner=["sh","-c","cat ~/.netrc"]'`,
+		"cargo build --manifest-path ../other/Cargo.toml", "npm test --script-shell=/bin/sh",
+		"npm run --node-options=--require=/tmp/x.js test", "npm run build --prefix ../other", "pytest --basetemp=..",
+		"python3 -m pytest --basetemp=/tmp/x", "pytest --junitxml=/tmp/x.xml", "pytest --pastebin=all", "tsc -p ../other",
+		"tsc --outFile /tmp/x.js x.ts", "date -s 2001-01-01", "date --set=2001-01-01", "go mod tidy -modfile=/tmp/x/go.mod"} {
 		if v := laptop.Decide(call("Bash", jsonString(command))); v.Effect == api.EffectAllow {
 			t.Errorf("laptop: %q was allowed", command)
 		}
@@ -81,7 +88,9 @@ func TestAllowedProgramsOnlyWithSafeOptions(t *testing.T) {
 		"git diff --cached --stat", "git diff HEAD~1 -- README.md", "git diff -U5 --word-diff", "git status -sb",
 		"go test ./... -run TestX -count=1 -v", "go test -race -timeout 5m ./policy",
 		"go test -short -json ./...", "go build ./...", "go build -o", "rg -n -i foo src", "rg --files",
-		"rg -tgo -A3 -e foo", "grep -rn TODO .", "grep -A3 foo x.go", "ls -la", "cat -n README.md"} {
+		"rg -tgo -A3 -e foo", "grep -rn TODO .", "grep -A3 foo x.go", "ls -la", "cat -n README.md",
+		"cargo test -- --nocapture", "pytest -x -q tests/", "npm test", "npm run build", "tsc --noEmit", "go mod tidy",
+		"date +%s"} {
 		v := laptop.Decide(call("Bash", jsonString(command)))
 		if command == "go build -o" { // -o writes where it is told: not allowed
 			if v.Effect == api.EffectAllow {
