@@ -160,12 +160,12 @@ func findRoots(argv []word) ([]word, string) {
 
 // pathWords is every word of the script a program may take as a path:
 // not a process substitution's /dev/fd path, nor a word only known at run
-// time that the builtins echo and printf print (echo $PATH: they open no
-// argument; a function of either name is walked as its own commands).
+// time or a glob given to a program that reads no file's contents (echo
+// $PATH, ls *: a function of such a name is walked as its own commands).
 // What they print may still become another program's arguments: a script
 // that may do that (xargs, a redirection into a file) or may turn a
 // builtin off (enable -n echo, then a program named echo runs) has every
-// word counted, and a known path they print always counts.
+// word counted, and a known path always counts.
 func (s *script) pathWords() []word {
 	printed := len(s.redirs) == 0
 	for _, cmd := range s.commands {
@@ -179,9 +179,9 @@ func (s *script) pathWords() []word {
 	var out []word
 	for _, cmd := range s.commands {
 		out = append(out, cmd.assigns...)
-		onlyPrinted := printed && len(cmd.argv) > 0 && printsOnly[cmd.argv[0].s]
+		onlyPrinted := printed && len(cmd.argv) > 0 && cmd.argv[0].known && readsNoContents[cmd.argv[0].s]
 		for i, w := range cmd.argv {
-			if w.fd || onlyPrinted && i > 0 && !w.known && !w.glob {
+			if w.fd || onlyPrinted && i > 0 && !w.known {
 				continue
 			}
 			if i > 0 || !w.known || strings.Contains(w.s, "/") {
@@ -197,8 +197,11 @@ func (s *script) pathWords() []word {
 	return out
 }
 
-// printsOnly are the builtins that print their arguments and open none.
-var printsOnly = map[string]bool{"echo": true, "printf": true}
+// readsNoContents are the programs that print their arguments, or what
+// the file system says of the paths they name (names, sizes, modes), and
+// read no file's contents.
+var readsNoContents = map[string]bool{"echo": true, "printf": true, "ls": true, "stat": true, "du": true,
+	"basename": true, "dirname": true, "realpath": true, "test": true, "[": true}
 
 // word checks one word: as a whole, and its value after = (--file=PATH).
 func (op argumentUnderOp) word(s *script, w word, dirs []string, ev *evalCtx, deny bool) string {

@@ -64,6 +64,11 @@ func TestPathListDecidesFilesAndCommandsAlike(t *testing.T) {
 		{"Bash", jsonString("find . -name '*.txt' -exec cat {} +"), api.EffectDeny, "deny-secrets-in-shell"}, // .env.txt
 		{"Bash", jsonString("find . -name main.go -exec cat {} +"), api.EffectAsk, ""},
 		{"Bash", jsonString("find ~ -name .netrc"), api.EffectAsk, ""}, // prints names only
+		// A glob given to a program that reads no contents names no
+		// secret's contents; one given to a reader may be server.pem.
+		{"Bash", jsonString("ls -la *"), api.EffectAsk, ""},
+		{"Bash", jsonString("wc -l *"), api.EffectDeny, "deny-secrets-in-shell"},
+		{"Bash", jsonString("ls * | xargs wc -l"), api.EffectDeny, "deny-secrets-in-shell"},
 		// What echo prints can become another program's arguments.
 		{"Bash", jsonString("echo ~/.netrc | xargs cat"), api.EffectDeny, "deny-secrets-in-shell"},
 		{"Bash", jsonString("echo $HOME/.netrc | xargs cat"), api.EffectDeny, "deny-secrets-in-shell"},
