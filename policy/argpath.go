@@ -49,9 +49,69 @@ func (op argumentUnderOp) find(v gjson.Result, ev *evalCtx) string {
 		}
 	}
 	if deny {
-		return op.findVisits(s, dirs, ev)
+		if found := op.findVisits(s, dirs, ev); found != "" {
+			return found
+		}
+		return op.wholeTrees(s, dirs, ev)
 	}
 	return ""
+}
+
+// wholeTrees checks, on the deny side, the directories a program reads
+// whole (grep -r, rg, diff -r, cp -r, tar, rsync ...): one that holds a
+// named entry of the list reads it too (grep -r token ~ reads ~/.netrc).
+// The list's patterns are not looked for inside a tree: a .env may be in
+// any directory, and grep -rn TODO . stays what it is.
+func (op argumentUnderOp) wholeTrees(s *script, dirs []string, ev *evalCtx) string {
+	for _, cmd := range s.commands {
+		for _, c := range cmd.cands {
+			if !readsTrees(c.argv) {
+				continue
+			}
+			for _, w := range c.argv[1:] {
+				if !w.known || strings.HasPrefix(w.s, "-") {
+					continue
+				}
+				got, _ := s.paths(w, ev.call.Cwd, ev.call.Home, false)
+				for _, p := range append(got, s.physicalPaths(w, ev.call.Cwd, ev.call.Home, false)...) {
+					for i, d := range dirs {
+						if !hasGlob(d) && !strings.HasPrefix(d, "!") && d != p && pathUnder(d, p) {
+							return fmt.Sprintf("`%s` reads all of %s, %s included", argvText(c.argv), p, op.dirs[i])
+						}
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// readsTrees reports whether a program reads the directories it is given
+// whole: always (rg, tar ...), or with its recursive option.
+func readsTrees(argv []word) bool {
+	if len(argv) == 0 || !argv[0].known {
+		return false
+	}
+	switch path.Base(argv[0].s) {
+	case "rg", "ag", "ack", "tar", "rsync", "zip", "du":
+		return path.Base(argv[0].s) != "du"
+	case "grep", "egrep", "fgrep", "diff", "cp", "scp", "git":
+	default:
+		return false
+	}
+	for _, a := range argv[1:] {
+		switch {
+		case !a.known:
+			return true
+		case a.s == "--recursive" || a.s == "--dereference-recursive" || a.s == "--archive" || a.s == "--directories=recurse":
+			return true
+		case len(a.s) > 1 && a.s[0] == '-' && a.s[1] != '-' && strings.ContainsAny(a.s, "rRa"):
+			return path.Base(argv[0].s) != "git"
+		case a.s == "grep" && path.Base(argv[0].s) == "git":
+			return true // git grep reads the tree of each path it names
+		}
+	}
+	return false
 }
 
 // findVisits checks, on the deny side, the files find hands to what its
@@ -256,32 +316,49 @@ func (op argumentUnderOp) word(s *script, w word, dirs []string, ev *evalCtx, de
 // programs read @FILE as a list of arguments, and git show HEAD:.env
 // prints the committed one.
 func (op argumentUnderOp) atValue(s *script, w word, dirs []string, ev *evalCtx) string {
-	value := w.s
-	if _, after, ok := strings.Cut(w.s, "="); ok && !strings.HasPrefix(value, "@") {
-		value = after
+	// Every reading: after an @ (curl's), after each colon (git's
+	// REV:PATH, @:PATH, :0:PATH, -L :func:PATH), and after the = of an
+	// option or assignment.
+	var values []string
+	for _, v := range []string{w.s, afterEq(w.s)} {
+		if v == "" {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(v, "@"); ok {
+			values = append(values, rest)
+		}
+		if strings.Contains(v, "://") {
+			continue
+		}
+		for i := 0; i < len(v); i++ {
+			if v[i] == ':' {
+				values = append(values, v[i+1:])
+			}
+		}
 	}
-	rest, ok := strings.CutPrefix(value, "@")
-	if !ok {
-		// git's REV:PATH (git show HEAD:.env, git show :.env) names a
-		// file of the repository, as it was committed or staged.
-		_, rest, ok = strings.Cut(value, ":")
-		ok = ok && !strings.Contains(value, "://")
-	}
-	if !ok || rest == "" {
-		return ""
-	}
-	file := w
-	file.s, file.tilde = rest, false // no ~ expands after @
-	got, ok := s.paths(file, ev.call.Cwd, ev.call.Home, false)
-	if !ok {
-		return fmt.Sprintf("%s may name a file anywhere", w.raw)
-	}
-	for _, p := range append(got, s.physicalPaths(file, ev.call.Cwd, ev.call.Home, false)...) {
-		if i := inList(p, dirs); i >= 0 {
-			return fmt.Sprintf("%s names %s, under %s", w.raw, p, op.dirs[i])
+	for _, rest := range values {
+		if rest == "" {
+			continue
+		}
+		file := w
+		file.s, file.tilde = rest, false // no ~ expands after @ or :
+		got, ok := s.paths(file, ev.call.Cwd, ev.call.Home, false)
+		if !ok {
+			return fmt.Sprintf("%s may name a file anywhere", w.raw)
+		}
+		for _, p := range append(got, s.physicalPaths(file, ev.call.Cwd, ev.call.Home, false)...) {
+			if i := inList(p, dirs); i >= 0 {
+				return fmt.Sprintf("%s names %s, under %s", w.raw, p, op.dirs[i])
+			}
 		}
 	}
 	return ""
+}
+
+// afterEq is what follows the first = of s, or "".
+func afterEq(s string) string {
+	_, after, _ := strings.Cut(s, "=")
+	return after
 }
 
 // maxGlued bounds how many option letters may stand before a value glued

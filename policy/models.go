@@ -38,6 +38,9 @@ type optionModel struct {
 	// noAssign: an argument holding = sets a variable the program runs
 	// (make CC=sh, make SHELL=...).
 	noAssign bool
+	// noRefspec: an argument holding : or starting with + is a refspec
+	// that writes local branches (git fetch . +HEAD~1:main).
+	noRefspec bool
 }
 
 func set(names ...string) map[string]bool {
@@ -137,18 +140,22 @@ func init() {
 			"no-column", "abbrev", "no-abbrev", "ignore-case")},
 		"git tag": {short: "ln", long: set("list", "sort", "contains", "no-contains", "merged", "no-merged",
 			"points-at", "format", "column", "no-column", "ignore-case", "color")},
-		// Not among git grep's: -O (runs a pager on the files), --textconv.
+		// Not among git grep's: -O (runs a pager on the files), --textconv,
+		// --untracked and --no-exclude-standard (search what .gitignore
+		// keeps out, .env among it).
 		"git grep": {short: "niwvlLcEFPhHoqrIezABC", valued: "eABC", long: set("line-number", "ignore-case",
 			"word-regexp", "invert-match", "files-with-matches", "files-without-match", "count", "extended-regexp",
-			"fixed-strings", "perl-regexp", "basic-regexp", "untracked", "cached", "recurse-submodules", "heading",
+			"fixed-strings", "perl-regexp", "basic-regexp", "cached", "recurse-submodules", "heading",
 			"break", "show-function", "function-context", "context", "after-context", "before-context", "max-depth",
 			"only-matching", "quiet", "all-match", "and", "or", "not", "color", "no-color", "column", "null",
-			"full-name", "name-only", "text", "threads", "exclude-standard", "no-exclude-standard", "max-count")},
+			"full-name", "name-only", "text", "threads", "exclude-standard", "max-count")},
 		"git blame": {short: "lstfnpewcCMLS", valued: "LS", long: set("porcelain", "line-porcelain", "incremental",
 			"root", "show-stats", "show-name", "show-number", "show-email", "ignore-rev", "ignore-revs-file",
 			"color-lines", "color-by-age", "minimal", "reverse", "first-parent", "encoding", "contents", "date",
 			"abbrev")},
-		"git add": {short: "AunvNf", long: set("all", "update", "dry-run", "verbose", "intent-to-add", "force",
+		// Not among git add's: -f and --force (stage what .gitignore keeps
+		// out, .env among them, for git diff --cached to print).
+		"git add": {short: "AunvN", long: set("all", "update", "dry-run", "verbose", "intent-to-add",
 			"ignore-removal", "no-all", "renormalize", "ignore-errors", "sparse")},
 		"git commit": {short: "amqsvnF", valued: "mF", long: set("message", "all", "amend", "no-edit", "quiet",
 			"signoff", "verbose", "allow-empty", "allow-empty-message", "author", "date", "file", "only",
@@ -160,10 +167,13 @@ func init() {
 		"git checkout": {short: "bq", valued: "b", long: set("track", "no-track", "quiet")},
 		// Not among git fetch's and pull's: --upload-pack (runs a program),
 		// -s and -X (merge strategies).
-		"git fetch": {short: "aptvqfj", valued: "j", long: set("all", "prune", "prune-tags", "tags", "no-tags", "verbose",
-			"quiet", "depth", "shallow-since", "unshallow", "dry-run", "force", "jobs", "multiple", "progress", "atomic")},
+		// nor -f and a refspec argument (+src:dst), which reset or delete
+		// local branches.
+		"git fetch": {short: "aptvqj", valued: "j", long: set("all", "prune", "prune-tags", "tags", "no-tags", "verbose",
+			"quiet", "depth", "shallow-since", "unshallow", "dry-run", "jobs", "multiple", "progress", "atomic"),
+			noRefspec: true},
 		"git pull": {short: "vqr", long: set("ff-only", "ff", "no-ff", "rebase", "no-rebase", "verbose", "quiet",
-			"tags", "no-tags", "autostash", "no-autostash", "prune", "depth", "stat", "no-stat")},
+			"tags", "no-tags", "autostash", "no-autostash", "prune", "depth", "stat", "no-stat"), noRefspec: true},
 		"go version": {goFlags: true, long: set("m", "v")},
 		// Not among go env's: -w and -u (write go's configuration).
 		"go env":      {goFlags: true, long: set("json", "changed")},
@@ -275,6 +285,8 @@ func (m optionModel) unsafeOption(argv []word, from int) string {
 		s := w.s
 		switch {
 		case m.noAssign && strings.Contains(s, "="):
+			return s
+		case m.noRefspec && (strings.Contains(s, ":") || strings.HasPrefix(s, "+")):
 			return s
 		case len(s) < 2 || s[0] != '-':
 			// An argument, or an option's value: counted as an argument,

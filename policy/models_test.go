@@ -79,7 +79,11 @@ func TestAllowedProgramsOnlyWithSafeOptions(t *testing.T) {
 		"cargo build --manifest-path ../other/Cargo.toml", "npm test --script-shell=/bin/sh",
 		"npm run --node-options=--require=/tmp/x.js test", "npm run build --prefix ../other", "pytest --basetemp=..",
 		"python3 -m pytest --basetemp=/tmp/x", "pytest --junitxml=/tmp/x.xml", "pytest --pastebin=all", "tsc -p ../other",
-		"tsc --outFile /tmp/x.js x.ts", "date -s 2001-01-01", "date --set=2001-01-01", "go mod tidy -modfile=/tmp/x/go.mod"} {
+		"tsc --outFile /tmp/x.js x.ts", "date -s 2001-01-01", "date --set=2001-01-01", "go mod tidy -modfile=/tmp/x/go.mod",
+		// git add -f stages what .gitignore keeps out; a refspec resets
+		// or deletes local branches; --untracked searches ignored files.
+		"git add -f .", "git add --force .env", "git fetch . +HEAD~1:feature", "git pull . +HEAD~1:feature",
+		"git fetch -f . x:y", "git grep --untracked -e .", "npm run env"} {
 		if v := laptop.Decide(call("Bash", jsonString(command))); v.Effect == api.EffectAllow {
 			t.Errorf("laptop: %q was allowed", command)
 		}

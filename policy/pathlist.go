@@ -270,9 +270,14 @@ func listNamed(lists map[string][]string, name string) ([]string, error) {
 // included. Words are read as argument_under reads them; a word only known
 // at run time, a glob that may reach outside, or a script the matcher
 // cannot see counts as a match for deny and ask and as a miss for allow.
+//
+// Beside a command condition in the same condition, it reads only the
+// arguments of the programs the command's prefixes catch: rm -rf build &&
+// ls /tmp deletes nothing outside.
 type argumentOutsideOp struct {
 	entries []string // as written
 	effect  api.Effect
+	of      []prefix // the programs whose arguments count; nil: every program's
 }
 
 func (op argumentOutsideOp) match(v gjson.Result, ev *evalCtx) bool {
@@ -298,7 +303,11 @@ func (op argumentOutsideOp) find(v gjson.Result, ev *evalCtx) string {
 	}
 	entries := ev.normalizeEntries(op.entries)
 	inside := func(p string) bool { return inList(p, entries) >= 0 }
-	for _, w := range s.pathWords() {
+	words, runTime := s.pathWords(), runTimeArguments(s)
+	if op.of != nil {
+		words, runTime = op.arguments(s, ev)
+	}
+	for _, w := range words {
 		switch {
 		case w.glob && deny:
 			lit := w
@@ -335,9 +344,33 @@ func (op argumentOutsideOp) find(v gjson.Result, ev *evalCtx) string {
 		}
 	}
 	if deny {
-		return runTimeArguments(s)
+		return runTime
 	}
 	return ""
+}
+
+// arguments are the words of the programs the op's prefixes catch, and
+// why one of them gets arguments only known at run time ("" if none).
+func (op argumentOutsideOp) arguments(s *script, ev *evalCtx) ([]word, string) {
+	m := matcher{ev: ev, s: s, deny: true}
+	var words []word
+	runTime := ""
+	for _, cmd := range s.commands {
+		for _, c := range cmd.cands {
+			if len(c.argv) == 0 || !m.any(op.of, c.argv) {
+				continue
+			}
+			for _, w := range c.argv[1:] {
+				if !w.fd {
+					words = append(words, w)
+				}
+			}
+			if c.stdinArgs && runTime == "" {
+				runTime = fmt.Sprintf("`%s` gets more arguments from standard input", argvText(c.argv))
+			}
+		}
+	}
+	return words, runTime
 }
 
 // runTimeArguments says which program of the script gets arguments only

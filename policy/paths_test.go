@@ -111,7 +111,9 @@ func TestArgumentUnder(t *testing.T) {
 		{`cat ~/.ss"["h]/id_rsa`, false},               // a quoted [ opens nothing: the file [h]
 		{"grep -f/home/u/.ssh/id_rsa guess.txt", true}, // a value glued to a short option
 		{"grep -rf.env x", true},
-		{"grep -rn TODO .", false},
+		{"grep -rn TODO .", true}, // grep -r reads the project's .env too
+		{"grep -n TODO *.go", false},
+		{"grep -r KEY ~", true}, // and the home's .ssh
 		{"cd ~ && cat .ssh/id_rsa", true},
 		{"cd && cat .ssh/id_rsa", true}, // cd alone goes home
 		{"cat .ssh/id_rsa; cd ~", true}, // in a loop, the order does not protect

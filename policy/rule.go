@@ -318,7 +318,11 @@ func (c *condition) shellOps(d ConditionDoc, effect api.Effect, desc []string) [
 		desc = append(desc, fmt.Sprintf("argument_under [%s]", strings.Join(d.ArgumentUnder, " | ")))
 	}
 	if d.ArgumentOutside != nil {
-		c.ops = append(c.ops, argumentOutsideOp{entries: d.ArgumentOutside, effect: effect})
+		op := argumentOutsideOp{entries: d.ArgumentOutside, effect: effect}
+		if d.Command != nil {
+			op.of = newPrefixes(d.Command)
+		}
+		c.ops = append(c.ops, op)
 		desc = append(desc, fmt.Sprintf("argument_outside [%s]", strings.Join(d.ArgumentOutside, " | ")))
 	}
 	return desc
