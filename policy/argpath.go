@@ -297,7 +297,7 @@ func (op argumentUnderOp) word(s *script, w word, dirs []string, ev *evalCtx, de
 			got = append(got, s.physicalPaths(w, ev.call.Cwd, ev.call.Home, eq)...)
 		}
 		for _, p := range got {
-			if i := inList(p, dirs); i >= 0 {
+			if i := inList(p, dirs, deny); i >= 0 {
 				return fmt.Sprintf("%s is %s, under %s", w.raw, p, op.dirs[i])
 			}
 		}
@@ -347,7 +347,7 @@ func (op argumentUnderOp) atValue(s *script, w word, dirs []string, ev *evalCtx)
 			return fmt.Sprintf("%s may name a file anywhere", w.raw)
 		}
 		for _, p := range append(got, s.physicalPaths(file, ev.call.Cwd, ev.call.Home, false)...) {
-			if i := inList(p, dirs); i >= 0 {
+			if i := inList(p, dirs, true); i >= 0 {
 				return fmt.Sprintf("%s names %s, under %s", w.raw, p, op.dirs[i])
 			}
 		}
@@ -381,7 +381,7 @@ func (op argumentUnderOp) gluedValue(s *script, w word, dirs []string, ev *evalC
 			continue
 		}
 		for _, p := range append(got, s.physicalPaths(tail, ev.call.Cwd, ev.call.Home, false)...) {
-			if i := inList(p, dirs); i >= 0 {
+			if i := inList(p, dirs, true); i >= 0 {
 				return fmt.Sprintf("%s may be an option with the value %s, under %s", w.raw, p, op.dirs[i])
 			}
 		}

@@ -198,7 +198,7 @@ func (op pathInOp) match(v gjson.Result, ev *evalCtx) bool {
 		return false
 	}
 	entries := ev.normalizeEntries(op.entries)
-	return ev.pathHolds(v.Str, func(p string) bool { return inList(p, entries) >= 0 })
+	return ev.pathHolds(v.Str, func(p string) bool { return inList(p, entries, !ev.allowing) >= 0 })
 }
 
 // normalizeEntries normalizes a list's entries as paths a rule names,
@@ -217,10 +217,18 @@ func (ev *evalCtx) normalizeEntries(entries []string) []string {
 
 // inList is the index of the entry that puts the normalized path p in the
 // list of normalized entries, or -1: an entry names p, and no exclusion
-// does.
-func inList(p string, entries []string) int {
+// does. With fold, names compare in any case, as the deny side reads them:
+// on a case-insensitive file system (macOS, a FAT or NTFS mount, ext4's
+// casefold) .ENV.production is .env.production.
+func inList(p string, entries []string, fold bool) int {
+	if fold {
+		p = strings.ToLower(p)
+	}
 	found := -1
 	for i, e := range entries {
+		if fold {
+			e = strings.ToLower(e)
+		}
 		if rest, ok := strings.CutPrefix(e, "!"); ok {
 			if entryUnder(p, rest) {
 				return -1
@@ -302,7 +310,7 @@ func (op argumentOutsideOp) find(v gjson.Result, ev *evalCtx) string {
 		return ""
 	}
 	entries := ev.normalizeEntries(op.entries)
-	inside := func(p string) bool { return inList(p, entries) >= 0 }
+	inside := func(p string) bool { return inList(p, entries, false) >= 0 }
 	words, runTime := s.pathWords(), runTimeArguments(s)
 	if op.of != nil {
 		words, runTime = op.arguments(s, ev)
