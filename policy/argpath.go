@@ -72,8 +72,8 @@ func (op argumentUnderOp) wholeTrees(s *script, dirs []string, ev *evalCtx) stri
 				if !w.known || strings.HasPrefix(w.s, "-") {
 					continue
 				}
-				got, _ := s.paths(w, ev.call.Cwd, ev.call.Home, false)
-				for _, p := range append(got, s.physicalPaths(w, ev.call.Cwd, ev.call.Home, false)...) {
+				got, _ := s.leads(w, ev.call.Cwd, ev.call.Home, false)
+				for _, p := range got {
 					for i, d := range dirs {
 						if !hasGlob(d) && !strings.HasPrefix(d, "!") && d != p && pathUnder(d, p) {
 							return fmt.Sprintf("`%s` reads all of %s, %s included", argvText(c.argv), p, op.dirs[i])
@@ -93,8 +93,8 @@ func readsTrees(argv []word) bool {
 		return false
 	}
 	switch path.Base(argv[0].s) {
-	case "rg", "ag", "ack", "tar", "rsync", "zip", "du":
-		return path.Base(argv[0].s) != "du"
+	case "rg", "ag", "ack", "tar", "rsync", "zip":
+		return true
 	case "grep", "egrep", "fgrep", "diff", "cp", "scp", "git":
 	default:
 		return false
@@ -129,11 +129,11 @@ func (op argumentUnderOp) findVisits(s *script, dirs []string, ev *evalCtx) stri
 				if !r.known {
 					return fmt.Sprintf("find starts from %s, only known at run time", r.raw)
 				}
-				got, ok := s.paths(r, ev.call.Cwd, ev.call.Home, false)
+				got, ok := s.leads(r, ev.call.Cwd, ev.call.Home, false)
 				if !ok {
 					return fmt.Sprintf("find starts from %s, which may be anywhere", r.raw)
 				}
-				for _, p := range append(got, s.physicalPaths(r, ev.call.Cwd, ev.call.Home, false)...) {
+				for _, p := range got {
 					for i, d := range dirs {
 						if !strings.HasPrefix(d, "!") && findReaches(p, name, d) {
 							return fmt.Sprintf("find hands what it runs the files under %s named %s, which may be under %s", r.raw, name, op.dirs[i])
@@ -286,15 +286,16 @@ func (op argumentUnderOp) word(s *script, w word, dirs []string, ev *evalCtx, de
 		if eq && !strings.Contains(w.s, "=") {
 			break
 		}
-		got, ok := s.paths(w, ev.call.Cwd, ev.call.Home, eq)
+		where := s.paths
+		if deny {
+			where = s.leads
+		}
+		got, ok := where(w, ev.call.Cwd, ev.call.Home, eq)
 		if !ok {
 			if deny {
 				return fmt.Sprintf("%s may point anywhere: the script changes directory or root in a way the matcher cannot follow", w.raw)
 			}
 			continue
-		}
-		if deny {
-			got = append(got, s.physicalPaths(w, ev.call.Cwd, ev.call.Home, eq)...)
 		}
 		for _, p := range got {
 			if i := inList(p, dirs, deny); i >= 0 {
@@ -342,11 +343,11 @@ func (op argumentUnderOp) atValue(s *script, w word, dirs []string, ev *evalCtx)
 		}
 		file := w
 		file.s, file.tilde = rest, false // no ~ expands after @ or :
-		got, ok := s.paths(file, ev.call.Cwd, ev.call.Home, false)
+		got, ok := s.leads(file, ev.call.Cwd, ev.call.Home, false)
 		if !ok {
 			return fmt.Sprintf("%s may name a file anywhere", w.raw)
 		}
-		for _, p := range append(got, s.physicalPaths(file, ev.call.Cwd, ev.call.Home, false)...) {
+		for _, p := range got {
 			if i := inList(p, dirs, true); i >= 0 {
 				return fmt.Sprintf("%s names %s, under %s", w.raw, p, op.dirs[i])
 			}
@@ -376,11 +377,11 @@ func (op argumentUnderOp) gluedValue(s *script, w word, dirs []string, ev *evalC
 	for k := 2; k < len(w.s) && k <= 1+maxGlued; k++ {
 		tail := w
 		tail.s, tail.tilde = w.s[k:], false // no ~ expands inside a word
-		got, ok := s.paths(tail, ev.call.Cwd, ev.call.Home, false)
+		got, ok := s.leads(tail, ev.call.Cwd, ev.call.Home, false)
 		if !ok {
 			continue
 		}
-		for _, p := range append(got, s.physicalPaths(tail, ev.call.Cwd, ev.call.Home, false)...) {
+		for _, p := range got {
 			if i := inList(p, dirs, true); i >= 0 {
 				return fmt.Sprintf("%s may be an option with the value %s, under %s", w.raw, p, op.dirs[i])
 			}
@@ -397,11 +398,11 @@ func (op argumentUnderOp) glob(s *script, w word, dirs []string, ev *evalCtx, de
 	}
 	lit := w
 	lit.known = true
-	got, ok := s.paths(lit, ev.call.Cwd, ev.call.Home, false)
+	got, ok := s.globLeads(lit, ev.call.Cwd, ev.call.Home)
 	if !ok || strings.Contains(w.s, "**") {
 		return fmt.Sprintf("glob %s may match anything", w.raw)
 	}
-	for _, g := range append(got, physicalGlobs(s.rawPaths(lit, ev.call.Cwd, ev.call.Home))...) {
+	for _, g := range got {
 		for i, d := range dirs {
 			if strings.HasPrefix(d, "!") {
 				continue // a glob is read without exclusions
@@ -417,7 +418,7 @@ func (op argumentUnderOp) glob(s *script, w word, dirs []string, ev *evalCtx, de
 // physicalGlobs are globs with the directories before their first pattern
 // component resolved as the kernel does (physical): k/* where k links to
 // ~/.ssh is ~/.ssh/*, and h/../* where h links to ~/x is ~/*.
-func physicalGlobs(raw []string) []string {
+func (s *script) physicalGlobs(raw []string) []string {
 	out := make([]string, 0, len(raw))
 	for _, g := range raw {
 		parts := strings.Split(g, "/")
@@ -429,7 +430,7 @@ func physicalGlobs(raw []string) []string {
 			out = append(out, path.Clean(g))
 			continue
 		}
-		out = append(out, path.Clean(physical(strings.Join(parts[:k], "/"))+"/"+strings.Join(parts[k:], "/")))
+		out = append(out, path.Clean(s.physical(strings.Join(parts[:k], "/"))+"/"+strings.Join(parts[k:], "/")))
 	}
 	return out
 }

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"os"
 	"path"
 	"strings"
 )
@@ -134,48 +133,26 @@ func rawJoin(dir, p string) string {
 	return dir + "/" + p
 }
 
-// physical resolves an absolute path as the kernel does: component by
-// component, each link replaced by its target before the next component is
-// looked up, so that link/.. is the parent of the link's target, not the
-// directory holding the link. From the first component that does not exist
-// on, the rest is cleaned lexically (a dangling link's target included).
-// p need not be clean.
+// physical resolves an absolute path as the kernel does: each run of
+// components before a .. is resolved with its links (resolveLinks) before
+// the .. applies, so that link/.. is the parent of the link's target, not
+// the directory holding the link. p need not be clean.
 func physical(p string) string {
 	if !strings.HasPrefix(p, "/") {
 		return path.Clean(p)
 	}
-	parts := strings.Split(p, "/")
-	cur := "/"
-	for i, hops := 0, 0; i < len(parts); i++ {
-		c := parts[i]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			cur = path.Dir(cur)
+	cur, pending := "/", []string{}
+	for _, c := range strings.Split(p, "/") {
+		if c != ".." {
+			pending = append(pending, c)
 			continue
 		}
-		next := path.Join(cur, c)
-		fi, err := os.Lstat(next)
-		if err != nil {
-			return path.Join(append([]string{next}, parts[i+1:]...)...)
+		if len(pending) > 0 {
+			cur, pending = resolveLinks(path.Join(append([]string{cur}, pending...)...)), pending[:0]
 		}
-		if fi.Mode()&os.ModeSymlink == 0 {
-			cur = next
-			continue
-		}
-		target, err := os.Readlink(next)
-		if err != nil || hops >= 40 {
-			return path.Join(append([]string{next}, parts[i+1:]...)...)
-		}
-		hops++
-		if strings.HasPrefix(target, "/") {
-			cur = "/"
-		}
-		parts = append(strings.Split(target, "/"), parts[i+1:]...)
-		i = -1
+		cur = path.Dir(cur)
 	}
-	return cur
+	return resolveLinks(path.Join(append([]string{cur}, pending...)...))
 }
 
 // joinPath resolves p against dir, lexically.
@@ -202,18 +179,43 @@ func (s *script) paths(w word, cwd, home string, eq bool) ([]string, bool) {
 	return s.pathsBy(w, cwd, home, eq, joinPath)
 }
 
-// physicalPaths are where a word, taken as a path, leads as the kernel
-// resolves it (physical): paths without the lexical cleaning first, so
-// that a .. after a link goes to the parent of the link's target.
-func (s *script) physicalPaths(w word, cwd, home string, eq bool) []string {
-	got, _ := s.pathsBy(w, cwd, home, eq, func(dir, p string) string { return physical(rawJoin(dir, p)) })
-	return got
+// leads are where a word, taken as a path, may point for a deny or an
+// ask: as written (paths) and as the kernel resolves it (physical, without
+// the lexical cleaning first, so that a .. after a link goes to the parent
+// of the link's target). ok as paths.
+func (s *script) leads(w word, cwd, home string, eq bool) ([]string, bool) {
+	got, ok := s.paths(w, cwd, home, eq)
+	if !ok {
+		return nil, false
+	}
+	real, _ := s.pathsBy(w, cwd, home, eq, func(dir, p string) string { return s.physical(rawJoin(dir, p)) })
+	return append(got, real...), true
 }
 
-// rawPaths are paths without any cleaning, for a glob's physicalGlob.
-func (s *script) rawPaths(w word, cwd, home string) []string {
-	got, _ := s.pathsBy(w, cwd, home, false, rawJoin)
-	return got
+// globLeads are leads for a glob taken as a literal pattern: the pattern
+// as written, and with the directories before its first pattern component
+// resolved (physicalGlobs).
+func (s *script) globLeads(lit word, cwd, home string) ([]string, bool) {
+	got, ok := s.paths(lit, cwd, home, false)
+	if !ok {
+		return nil, false
+	}
+	raw, _ := s.pathsBy(lit, cwd, home, false, rawJoin)
+	return append(got, s.physicalGlobs(raw)...), true
+}
+
+// physical is physical(raw), once per script: every rule that reads the
+// script's paths asks again.
+func (s *script) physical(raw string) string {
+	if r, ok := s.resolvedPaths[raw]; ok {
+		return r
+	}
+	if s.resolvedPaths == nil {
+		s.resolvedPaths = map[string]string{}
+	}
+	r := physical(raw)
+	s.resolvedPaths[raw] = r
+	return r
 }
 
 func (s *script) pathsBy(w word, cwd, home string, eq bool, join func(dir, p string) string) ([]string, bool) {

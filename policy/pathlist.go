@@ -320,11 +320,11 @@ func (op argumentOutsideOp) find(v gjson.Result, ev *evalCtx) string {
 		case w.glob && deny:
 			lit := w
 			lit.known = true
-			got, ok := s.paths(lit, ev.call.Cwd, ev.call.Home, false)
+			got, ok := s.globLeads(lit, ev.call.Cwd, ev.call.Home)
 			if !ok {
 				return fmt.Sprintf("glob %s may match anything", w.raw)
 			}
-			for _, p := range append(got, physicalGlobs(s.rawPaths(lit, ev.call.Cwd, ev.call.Home))...) {
+			for _, p := range got {
 				if !globWithin(p, entries) {
 					return fmt.Sprintf("glob %s may match a path outside %s", w.raw, strings.Join(op.entries, ", "))
 				}
@@ -334,15 +334,16 @@ func (op argumentOutsideOp) find(v gjson.Result, ev *evalCtx) string {
 				return fmt.Sprintf("word %s is only known at run time", w.raw)
 			}
 		default:
-			got, ok := s.paths(w, ev.call.Cwd, ev.call.Home, false)
+			where := s.paths
+			if deny {
+				where = s.leads
+			}
+			got, ok := where(w, ev.call.Cwd, ev.call.Home, false)
 			if !ok {
 				if deny {
 					return fmt.Sprintf("%s may point anywhere: the script changes directory or root in a way the matcher cannot follow", w.raw)
 				}
 				continue
-			}
-			if deny {
-				got = append(got, s.physicalPaths(w, ev.call.Cwd, ev.call.Home, false)...)
 			}
 			for _, p := range got {
 				if !inside(p) {

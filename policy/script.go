@@ -27,6 +27,8 @@ type script struct {
 	// items (loopvars.go).
 	src   string
 	loops map[string][]word
+	// resolvedPaths memoizes physical for the script's paths.
+	resolvedPaths map[string]string
 	// dotglob: a glob may match names that start with a dot; the script
 	// may turn bash's dotglob on (shopt, GLOBIGNORE, BASHOPTS anywhere in
 	// it, as a command, a word or a string).
