@@ -99,6 +99,7 @@ func TestDaemonDecides(t *testing.T) {
 		{"t3", "Bash", `{"command":"make"}`, "deny", "duplicate_tool_use_id", ""},        // an ask again, while it waits
 		{"t1", "Bash", `{"command":"rm -rf /"}`, "deny", "tool_use_id_conflict", ""},     // the same id, another input
 	}
+	asked := map[string]string{} // approval ids, by tool_use_id
 	for _, tt := range tests {
 		resp, err := c.Hook(ctx, api.HookRequest{SessionID: sid, Event: pre(tt.id, tt.tool, tt.input)})
 		if err != nil {
@@ -107,6 +108,12 @@ func TestDaemonDecides(t *testing.T) {
 		v := resp.Verdict
 		if v == nil || v.Effect != tt.effect || v.ReasonCode != tt.reason || v.RuleID != tt.rule {
 			t.Errorf("%s %s: got %+v, want %s %s %s", tt.id, tt.input, v, tt.effect, tt.reason, tt.rule)
+		}
+		if v != nil && v.Effect == "ask" && (!strings.HasPrefix(v.ApprovalID, "apr_") || v.ExpiresAt == nil) {
+			t.Errorf("%s: an ask is an approval at once: %+v", tt.id, v)
+		}
+		if v != nil && v.Effect == "ask" {
+			asked[tt.id] = v.ApprovalID
 		}
 		if v != nil && v.Effect == "deny" && !strings.Contains(v.Message, "reason_code "+tt.reason) {
 			t.Errorf("%s: message %q", tt.id, v.Message)
@@ -121,10 +128,11 @@ func TestDaemonDecides(t *testing.T) {
 	if resp.Verdict.ReasonCode != "duplicate_tool_use_id" {
 		t.Errorf("a repeat after execution: %+v", resp.Verdict)
 	}
-	// The prompt tool turns an ask into an approval record.
+	// The prompt tool (the hook binary's asks go to it) finds the same
+	// approval.
 	v, err := c.Prompt(ctx, api.PromptRequest{SessionID: sid, ToolName: "Bash", ToolUseID: "t3", Input: json.RawMessage(`{"command":"make"}`)})
-	if err != nil || v.Effect != "ask" || !strings.HasPrefix(v.ApprovalID, "apr_") || v.ExpiresAt == nil {
-		t.Errorf("prompt on an ask: %+v %v", v, err)
+	if err != nil || v.Effect != "ask" || v.ApprovalID != asked["t3"] || v.ExpiresAt == nil {
+		t.Errorf("prompt on an ask: %+v %v, want approval %s", v, err, asked["t3"])
 	}
 	if _, err := c.Hook(ctx, api.HookRequest{SessionID: sid, Event: pre("t6", "Bash", `{"command":"ls"}`)}); err != nil {
 		t.Fatal(err)

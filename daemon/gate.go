@@ -49,10 +49,23 @@ func (g *gate) hook(ctx context.Context, s *gateSession, raw []byte) (api.HookRe
 			return api.HookResponse{}, err
 		}
 		v, err := g.decide(ctx, s, c, true)
-		if err != nil || v.Effect != api.EffectAsk || s.settings.OnAsk != api.OnAskDefer {
+		switch {
+		case err != nil || v.Effect != api.EffectAsk || s.settings.Installed:
+			// An installed session's ask goes on to Claude Code's dialog
+			// and its PermissionRequest hook.
 			return api.HookResponse{Verdict: &v}, err
+		case s.settings.OnAsk == api.OnAskDefer:
+			return g.deferAsk(ctx, s, c, v, ev.Get("session_id").String())
 		}
-		return g.deferAsk(ctx, s, c, v, ev.Get("session_id").String())
+		// toolgate run's ask becomes an approval now: its http hook waits
+		// for the person (the verdict names the approval), and an
+		// unattended session's is denied no_approver at once. The hook
+		// binary answers ask, and the prompt tool finds the same approval.
+		asked, err := g.ask(ctx, s, c, v)
+		if asked.Effect == api.EffectAsk {
+			asked.ReasonCode = v.ReasonCode
+		}
+		return api.HookResponse{Verdict: &asked}, err
 	case api.PostToolUse, api.PostToolUseFailure:
 		return api.HookResponse{}, g.executed(ctx, s, ev, name == api.PostToolUseFailure)
 	case api.PostToolBatch:

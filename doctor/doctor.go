@@ -246,7 +246,9 @@ func checkContainment(shell string) Check {
 }
 
 // checkTimeouts says how long an ask may wait and how long Claude Code
-// waits for toolgate run's prompt tool: the longer must be Claude Code's,
+// waits for the answer to one of toolgate run's asks (its http hook, or
+// the prompt tool of --hook-transport command): the longer must be Claude
+// Code's,
 // or a person could approve a call Claude Code no longer waits for. A rule
 // of the default policy may ask for longer than the default wait.
 func checkTimeouts(cfg Config) Check {
@@ -257,12 +259,12 @@ func checkTimeouts(cfg Config) Check {
 		where = fmt.Sprintf(", and a rule of %s asks for %s", cfg.Policy, longest)
 	}
 	wait := max(cfg.ApprovalWait, longest)
-	prompt := supervisor.PromptToolTimeout(cfg.ApprovalWait, longest)
+	answer := supervisor.AskTimeout(cfg.ApprovalWait, longest)
 	c := Check{Name: "timeouts", Status: OK, Detail: fmt.Sprintf(
-		"approvals wait %s by default%s; toolgate run gives the prompt tool an MCP timeout of %s, past the longest wait (%s), so the gate's expiry always answers first",
-		cfg.ApprovalWait, where, prompt, wait)}
-	if prompt <= wait {
-		c.Status, c.Fix = Fail, "report this: toolgate run's prompt tool would time out before an ask"
+		"approvals wait %s by default%s; toolgate run has Claude Code wait %s for an ask's answer, past the longest wait (%s), so the gate's expiry always answers first",
+		cfg.ApprovalWait, where, answer, wait)}
+	if answer <= wait {
+		c.Status, c.Fix = Fail, "report this: Claude Code would stop waiting for toolgate run's answer before an ask's expiry"
 	}
 	return c
 }

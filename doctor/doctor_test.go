@@ -122,7 +122,7 @@ func TestDoctorChecksTheDefaultPolicy(t *testing.T) {
 }
 
 // doctor says how long an ask may wait, a rule's approval_timeout
-// included, and that Claude Code waits longer for the prompt tool.
+// included, and that Claude Code waits longer for the answer.
 func TestDoctorChecksTheTimeoutsOfTheDefaultPolicy(t *testing.T) {
 	root := t.TempDir()
 	policyFile := filepath.Join(root, "policy.json")
@@ -133,7 +133,7 @@ func TestDoctorChecksTheTimeoutsOfTheDefaultPolicy(t *testing.T) {
 		ApprovalWait: 15 * time.Minute}
 	c := checkTimeouts(cfg)
 	if c.Status != OK || !strings.Contains(c.Detail, "a rule of "+policyFile+" asks for 1h0m0s") ||
-		!strings.Contains(c.Detail, "MCP timeout of 1h5m0s, past the longest wait (1h0m0s)") {
+		!strings.Contains(c.Detail, "wait 1h5m0s for an ask's answer, past the longest wait (1h0m0s)") {
 		t.Errorf("timeouts: %+v", c)
 	}
 }

@@ -150,28 +150,32 @@ func TestApprovalExpires(t *testing.T) {
 	}
 }
 
-// 4: an ask held longer than the CLI's idle watchdog still completes,
-// thanks to the progress notifications the prompt tool sends. The CLI
-// checks its idle limit every 30 s (observed on the pinned release), so
-// with the limit at 3 s the wait must pass 33 s to be able to fail: it
-// waits 36 s.
+// 4: an ask held longer than the CLI's idle watchdog still completes:
+// run's http hook holds Claude Code's request, which the watchdog does not
+// time, and the prompt tool the hook binary's asks go to sends progress
+// notifications. The CLI checks its idle limit every 30 s (observed on the
+// pinned release), so with the limit at 3 s the wait must pass 33 s to be
+// able to fail: it waits 36 s.
 func TestLongWaitSurvivesTheIdleWatchdog(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	l, wait := w.runAsync(runArgs{policy: askTouchPolicy, claudeEnv: []string{"CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT=3000"},
-		script: []modelscript.Step{step(bash("toolu_e2e_slow", "touch slow.txt"))}})
-	id := l.approvalID(t)
-	time.Sleep(36 * time.Second) // the scenario itself: a person who takes longer than the watchdog
-	if code, out := w.toolgate("approve", id); code != 0 {
-		t.Fatalf("approve: %d %s", code, out)
-	}
-	r := wait()
-	if r.code != 0 {
-		t.Fatalf("exit %d", r.code)
-	}
-	if _, err := os.Stat(filepath.Join(w.project, "slow.txt")); err != nil {
-		t.Fatal("the call approved after 36 s did not run")
-	}
+	forTransports(t, func(t *testing.T, transport string) {
+		t.Parallel()
+		w := newWorld(t)
+		l, wait := w.runAsync(runArgs{transport: transport, policy: askTouchPolicy, claudeEnv: []string{"CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT=3000"},
+			script: []modelscript.Step{step(bash("toolu_e2e_slow", "touch slow.txt"))}})
+		id := l.approvalID(t)
+		time.Sleep(36 * time.Second) // the scenario itself: a person who takes longer than the watchdog
+		if code, out := w.toolgate("approve", id); code != 0 {
+			t.Fatalf("approve: %d %s", code, out)
+		}
+		r := wait()
+		if r.code != 0 {
+			t.Fatalf("exit %d", r.code)
+		}
+		if _, err := os.Stat(filepath.Join(w.project, "slow.txt")); err != nil {
+			t.Fatal("the call approved after 36 s did not run")
+		}
+	})
 }
 
 // 5: the daemon is SIGKILLed while a call waits; run brings it back and

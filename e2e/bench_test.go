@@ -33,10 +33,11 @@ import (
 // PreToolUse hook (a server in this process that answers nothing); the
 // floor with toolgate's permission-prompt MCP server configured (a real
 // prompt tool in this process, which no call of the session reaches), to
-// show what the CLI itself spends on the server run registers; that, with
-// a hook that makes 1 KB durable (a write and an fdatasync, as the
-// ledger's journal does) before it answers: what any gate that registers
-// the server and records each call before the call runs pays at least;
+// show what the CLI itself spends on the server run registers for the
+// hook binary (--hook-transport command); the floor with a hook that
+// makes 1 KB durable (a write and an fdatasync, as the ledger's journal
+// does) before it answers: what any gate that records each call before
+// the call runs pays at least;
 // bare claude -p in toolgate's boundary (bare_boundary) and in Claude
 // Code's sandbox (bare_sandbox), whose turns against bare's are what one
 // Bash command pays in each; and
@@ -62,8 +63,8 @@ import (
 // session's time splits into its start (until the first turn), its turns
 // (the median gap between two) and its end (after the last call's turn):
 // NAME_turn_ms, NAME_first_ms and NAME_last_ms are what toolgate run (and
-// the baseline) add to each against the floor with the MCP server, and
-// floor_mcp_first_ms what that server adds to the CLI's start.
+// the baseline) add to each against the floor, and floor_mcp_first_ms
+// what the MCP server adds to the CLI's start.
 func BenchmarkRunVsBareClaude(b *testing.B) {
 	calls := benchCalls()
 	// Every turn stamps the time claude asked for it: the gaps between
@@ -137,13 +138,11 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 			case "bare_sandbox":
 				cmd = exec.Command(claudeBin, "-p", "--output-format", "json", "--allowedTools", "Bash", "--settings",
 					`{"sandbox": {"enabled": true, "autoAllowBashIfSandboxed": false, "allowUnsandboxedCommands": false}}`, "--", "go")
-			case "floor_mcp", "floor_durable":
-				hook := noop
-				if v.name == "floor_durable" {
-					hook = durable
-				}
-				cmd = exec.Command(claudeBin, "-p", "--output-format", "json", "--allowedTools", "Bash", "--settings", hook,
+			case "floor_mcp":
+				cmd = exec.Command(claudeBin, "-p", "--output-format", "json", "--allowedTools", "Bash", "--settings", noop,
 					"--mcp-config", promptTool, "--permission-prompt-tool", supervisor.PromptToolName, "--", "go")
+			case "floor_durable":
+				cmd = exec.Command(claudeBin, "-p", "--output-format", "json", "--allowedTools", "Bash", "--settings", durable, "--", "go")
 			default:
 				args := append(append([]string{"run", "--policy", policy}, v.args...), "--", claudeBin, "-p", "--output-format", "json", "--", "go")
 				cmd = exec.Command(v.bin, args...)
@@ -218,13 +217,11 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 			ratio(v.name, "floor", v.name+"_x_floor")
 		}
 	}
-	ratio("toolgate", "floor_mcp", "toolgate_x_floor_mcp")
 	ratio("toolgate", "landlock", "toolgate_x_landlock")
 	ratio("toolgate", "floor_durable", "toolgate_x_floor_durable")
 	// Where run's time goes: what it adds to a turn, to the session's
-	// start and to its end, against the floor with the MCP server (which
-	// run configures too), each the median of the rounds' differences;
-	// and what the MCP server costs the CLI's start.
+	// start and to its end, against the floor, each the median of the
+	// rounds' differences; and what the MCP server costs the CLI's start.
 	added := func(name, floor, metric string, of func(phase) time.Duration) {
 		var ds []float64
 		for round, p := range phases[name] {
@@ -238,14 +235,14 @@ func BenchmarkRunVsBareClaude(b *testing.B) {
 		}
 	}
 	for _, name := range []string{"toolgate", "landlock", "baseline"} {
-		added(name, "floor_mcp", name+"_turn_ms", func(p phase) time.Duration { return p.turn })
-		added(name, "floor_mcp", name+"_first_ms", func(p phase) time.Duration { return p.first })
-		added(name, "floor_mcp", name+"_last_ms", func(p phase) time.Duration { return p.last })
+		added(name, "floor", name+"_turn_ms", func(p phase) time.Duration { return p.turn })
+		added(name, "floor", name+"_first_ms", func(p phase) time.Duration { return p.first })
+		added(name, "floor", name+"_last_ms", func(p phase) time.Duration { return p.last })
 	}
 	added("floor_mcp", "floor", "floor_mcp_first_ms", func(p phase) time.Duration { return p.first })
 	added("bare_boundary", "bare", "bare_boundary_turn_ms", func(p phase) time.Duration { return p.turn })
 	added("bare_sandbox", "bare", "bare_sandbox_turn_ms", func(p phase) time.Duration { return p.turn })
-	added("floor_durable", "floor_mcp", "floor_durable_turn_ms", func(p phase) time.Duration { return p.turn })
+	added("floor_durable", "floor", "floor_durable_turn_ms", func(p phase) time.Duration { return p.turn })
 }
 
 // bareInBoundary is bare claude -p in toolgate's boundary as toolgate run

@@ -100,9 +100,10 @@ func TestEnvReadInProjectIsDenied(t *testing.T) {
 	})
 }
 
-// 4: an ask rule on a Read inside the project reaches the prompt tool;
-// in a fully unattended run (--on-ask deny) it is denied no_approver.
-func TestAskReachesThePromptTool(t *testing.T) {
+// 4: an ask rule on a Read inside the project (which Claude Code would
+// allow by itself) asks; in a fully unattended run (--on-ask deny) the
+// call is denied no_approver and does not run.
+func TestUnattendedAskIsDeniedNoApprover(t *testing.T) {
 	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		w := newWorld(t)

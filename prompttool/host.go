@@ -19,7 +19,7 @@ import (
 // Other endpoints may share the listener and its token (Handle): toolgate
 // run's http hooks do.
 type Host struct {
-	URL   string // http://127.0.0.1:PORT/mcp
+	URL   string // http://127.0.0.1:PORT/mcp, or "" when it serves no tool
 	Base  string // http://127.0.0.1:PORT
 	Token string // the bearer token Claude Code must send
 
@@ -28,7 +28,8 @@ type Host struct {
 	ln  net.Listener
 }
 
-// Listen starts serving d. Close stops it.
+// Listen starts serving d. Close stops it. With a nil d it serves no
+// tool, only the endpoints Handle adds (URL is empty).
 func Listen(d Decider, version string) (*Host, error) {
 	token, err := randomToken()
 	if err != nil {
@@ -38,10 +39,13 @@ func Listen(d Decider, version string) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prompt tool: listen: %w", err)
 	}
-	mcpHTTP := server.NewStreamableHTTPServer(NewServer(d, version), server.WithEndpointPath("/mcp"))
 	base := fmt.Sprintf("http://%s", ln.Addr())
-	h := &Host{URL: base + "/mcp", Base: base, Token: token, ln: ln, mux: http.NewServeMux()}
-	h.mux.Handle("/mcp", h.authorize(mcpHTTP))
+	h := &Host{Base: base, Token: token, ln: ln, mux: http.NewServeMux()}
+	if d != nil {
+		mcpHTTP := server.NewStreamableHTTPServer(NewServer(d, version), server.WithEndpointPath("/mcp"))
+		h.URL = base + "/mcp"
+		h.mux.Handle("/mcp", h.authorize(mcpHTTP))
+	}
 	// No idle timeout: a connection Claude Code keeps for its next request
 	// is never closed under it (a request lost that way is a failed hook).
 	// A request's body is read before its handler waits (for a

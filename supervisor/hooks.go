@@ -149,6 +149,51 @@ func (h *hookServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	v, deferred = h.decideBy(req.Context(), raw)
+	if v.Effect == api.EffectAsk && !deferred {
+		v = h.await(req.Context(), raw, v)
+	}
+}
+
+// await holds Claude Code's hook request while a person decides the ask v
+// names (the daemon made the approval), and returns the decision: what
+// the person said, or the gate's deny when nobody decided in time or the
+// session was stopped. Claude Code waits for it (run gives the hook the
+// timeout AskTimeout says, past the approval's expiry). A daemon that went
+// away is started again and asked about the same approval; when it cannot
+// be, the call is denied gate_unavailable.
+func (h *hookServer) await(ctx context.Context, raw []byte, v api.Verdict) api.Verdict {
+	ev := gjson.ParseBytes(raw)
+	req := api.PromptRequest{ToolUseID: ev.Get("tool_use_id").Str, ToolName: ev.Get("tool_name").Str,
+		Input: json.RawMessage(ev.Get("tool_input").Raw)}
+	if v.ApprovalID == "" {
+		v = h.localDeny(raw, errors.New("the daemon asked without an approval"))
+		h.r.saw(req, v)
+		return v
+	}
+	h.r.announce(req, v)
+	// The daemon's expiry answers first; a daemon that does not is
+	// answered for before Claude Code stops waiting (askMargin after the
+	// longest approval's expiry), which would be no verdict at all.
+	deadline := time.Now().Add(h.r.askTimeout - askMargin/2)
+	if v.ExpiresAt != nil && v.ExpiresAt.Add(askMargin/2).Before(deadline) {
+		deadline = v.ExpiresAt.Add(askMargin / 2)
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		got, err := h.r.client.Wait(ctx, v.ApprovalID)
+		if err == nil {
+			h.r.decided(v.ApprovalID, got)
+			h.r.saw(req, got)
+			return got
+		}
+		if ctx.Err() == nil && api.IsUnavailable(err) && attempt < 3 && h.r.gate.Lost() == nil && h.r.gate.restart(ctx) {
+			continue // the daemon is back, with the same approval
+		}
+		v = h.localDeny(raw, fmt.Errorf("wait for approval %s: %w", v.ApprovalID, err))
+		h.r.saw(req, v)
+		return v
+	}
 }
 
 // decideBy is decide's verdict, or a deny gate_unavailable once the

@@ -154,6 +154,72 @@ func TestHookEndpointAlwaysAnswers(t *testing.T) {
 	}
 }
 
+// An ask holds Claude Code's hook request until the person decides, and
+// the endpoint answers what they decided; a wait the daemon cannot finish,
+// or an ask that names no approval, is a deny gate_unavailable, never the
+// ask (which claude -p refuses without a word in the audit) nor no answer.
+func TestHookEndpointWaitsForThePerson(t *testing.T) {
+	for _, tt := range []struct {
+		name, approval string
+		waited         http.HandlerFunc
+		decision       string
+		expired        bool // the approval expired a moment before its grace ends
+	}{
+		{name: "approved", approval: "apr_1", decision: "allow", waited: func(w http.ResponseWriter, _ *http.Request) {
+			json.NewEncoder(w).Encode(api.Verdict{Effect: api.EffectAllow, Source: api.SourcePerson, Actor: "user:alice"})
+		}},
+		{name: "denied", approval: "apr_1", decision: "deny", waited: func(w http.ResponseWriter, _ *http.Request) {
+			json.NewEncoder(w).Encode(api.Verdict{Effect: api.EffectDeny, ReasonCode: api.ReasonApprovalExpired, Source: api.SourceExpiry,
+				Message: "nobody decided in time"})
+		}},
+		{name: "the wait fails", approval: "apr_1", decision: "deny", waited: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }},
+		{name: "no approval", decision: "deny"},
+		{name: "no answer past the expiry", approval: "apr_1", decision: "deny", expired: true, waited: func(_ http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var waits atomic.Int32
+			r := fakeDaemon(t, func(w http.ResponseWriter, req *http.Request) {
+				io.Copy(io.Discard, req.Body)
+				if req.URL.Path == "/v1/approvals/"+tt.approval+"/wait" && tt.waited != nil {
+					waits.Add(1)
+					tt.waited(w, req)
+					return
+				}
+				if req.URL.Path != "/v1/hook" {
+					w.WriteHeader(404)
+					return
+				}
+				v := api.Verdict{Effect: api.EffectAsk, ApprovalID: tt.approval, RuleID: "ask-read"}
+				if tt.expired {
+					expired := time.Now().Add(-askMargin/2 + 200*time.Millisecond)
+					v.ExpiresAt = &expired
+				}
+				json.NewEncoder(w).Encode(api.HookResponse{Verdict: &v})
+			})
+			var stderr strings.Builder
+			r.cfg.Stderr, r.askTimeout = &stderr, AskTimeout(time.Minute, 0)
+			_, out := post(t, hooks(r), "tok", preEvent)
+			if got := out.Get("permissionDecision").Str; got != tt.decision {
+				t.Fatalf("answered %s, want %s", out.Raw, tt.decision)
+			}
+			if tt.name != "approved" && tt.name != "denied" {
+				contains := strings.Contains(out.Get("permissionDecisionReason").Str, "gate_unavailable")
+				if lines, _ := api.ReadSpool(r.spool); !contains || len(lines) != 1 {
+					t.Errorf("want a deny gate_unavailable, spooled: %s, %+v", out.Raw, lines)
+				}
+			}
+			if tt.waited != nil && (waits.Load() != 1 || !strings.Contains(stderr.String(), "waiting for approval apr_1")) {
+				t.Errorf("%d waits; stderr %q", waits.Load(), stderr.String())
+			}
+			if got := r.answered["toolu_1"].Effect; string(got) != tt.decision {
+				t.Errorf("run keeps %q as its answer for the report, want %s", got, tt.decision)
+			}
+		})
+	}
+}
+
 // A kept connection carries every hook event of the session.
 func TestHookEndpointKeepsItsConnection(t *testing.T) {
 	r, conns := fakeDaemonConns(t, func(w http.ResponseWriter, r *http.Request) {

@@ -81,9 +81,9 @@ func (p pinned) changed() string {
 
 // pinFiles pins what claude will run or read of run's setup.
 func (r *runner) pinFiles() error {
-	paths := []string{filepath.Join(r.files, "settings.json"), filepath.Join(r.files, "mcp.json")}
+	paths := []string{filepath.Join(r.files, "settings.json")}
 	if r.cfg.HookTransport == HookCommand {
-		paths = append(paths, r.cfg.Hook)
+		paths = append(paths, filepath.Join(r.files, "mcp.json"), r.cfg.Hook)
 	}
 	if r.level.Bounded() {
 		// The link to bash is pinned as what it leads to.

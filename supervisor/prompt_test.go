@@ -7,11 +7,11 @@ import (
 	"github.com/toolgate/toolgate/policy"
 )
 
-// Claude Code gives up on the prompt tool at its timeout, which progress
-// does not extend: it must outlast the longest wait any ask of the
-// session may have, a rule's approval_timeout included, or a person
-// approves a call Claude Code no longer waits for.
-func TestPromptToolOutwaitsTheLongestAsk(t *testing.T) {
+// Claude Code gives up on run's hook or the prompt tool at its timeout,
+// which progress does not extend: it must outlast the longest wait any
+// ask of the session may have, a rule's approval_timeout included, or a
+// person approves a call Claude Code no longer waits for.
+func TestClaudeCodeOutwaitsTheLongestAsk(t *testing.T) {
 	for _, tt := range []struct {
 		doc     string
 		session time.Duration
@@ -28,8 +28,8 @@ func TestPromptToolOutwaitsTheLongestAsk(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := PromptToolTimeout(tt.session, p.LongestApprovalTimeout()); got != tt.want {
-			t.Errorf("%s with a session timeout of %v: the prompt tool's timeout is %v, want %v", tt.doc, tt.session, got, tt.want)
+		if got := AskTimeout(tt.session, p.LongestApprovalTimeout()); got != tt.want {
+			t.Errorf("%s with a session timeout of %v: Claude Code waits %v, want %v", tt.doc, tt.session, got, tt.want)
 		}
 	}
 }

@@ -160,7 +160,7 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 	if r.timeout <= 0 {
 		r.timeout = api.DefaultApprovalTimeout
 	}
-	r.promptTimeout = PromptToolTimeout(r.timeout, pol.LongestApprovalTimeout())
+	r.askTimeout = AskTimeout(r.timeout, pol.LongestApprovalTimeout())
 	var sess api.Session
 	if cfg.Resume != nil {
 		// The session goes on under the policy it was recorded with; its
@@ -283,15 +283,15 @@ type runner struct {
 	client  *api.Client
 	session string
 	timeout time.Duration
-	// promptTimeout is what Claude Code waits for the prompt tool
-	// (PromptToolTimeout).
-	promptTimeout time.Duration
-	spool         string
-	files         string // the private directory of claude's settings and MCP configuration
-	tmp           string // the session's temp dir (TMPDIR)
-	made          *madeLater
-	interrupted   bool     // a signal stopped the run (set once claude ended)
-	pins          []pinned // what claude runs or reads from run's setup (pinFile), fixed before it starts
+	// askTimeout is what Claude Code waits for an ask's answer
+	// (AskTimeout).
+	askTimeout  time.Duration
+	spool       string
+	files       string // the private directory of claude's settings (and, for the hook binary, its MCP configuration)
+	tmp         string // the session's temp dir (TMPDIR)
+	made        *madeLater
+	interrupted bool     // a signal stopped the run (set once claude ended)
+	pins        []pinned // what claude runs or reads from run's setup (pinFile), fixed before it starts
 	// transcripts, with http hooks, reads what became of each call.
 	transcripts *transcripts
 
@@ -306,7 +306,15 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	if err := becomeSubreaper(); err != nil {
 		r.log.Warn("not a child subreaper: processes the model detaches leave the session's parent chain", "err", err)
 	}
-	host, err := prompttool.Listen(&promptDecider{r: r}, r.cfg.Version)
+	// The hook binary answers an ask "ask", and Claude Code asks the
+	// prompt tool, which waits for the person; run's http hook waits
+	// itself, and no MCP server is registered (it costs the CLI's start
+	// about 100 ms).
+	var prompts prompttool.Decider
+	if r.cfg.HookTransport == HookCommand {
+		prompts = &promptDecider{r: r}
+	}
+	host, err := prompttool.Listen(prompts, r.cfg.Version)
 	if err != nil {
 		return Report{}, &UnavailableError{err}
 	}
@@ -479,16 +487,18 @@ func (r *runner) endOrphans(ctx context.Context) {
 	endOrphans(keep, 2*time.Second)
 }
 
-// promptMargin is how much longer than the longest approval wait Claude
-// Code waits for the prompt tool.
-const promptMargin = 5 * time.Minute
+// askMargin is how much longer than the longest approval wait Claude
+// Code waits for an ask's answer.
+const askMargin = 5 * time.Minute
 
-// PromptToolTimeout is the timeout Claude Code gives the prompt tool: past
-// the longest wait an ask of the session may have, the run's or a rule's
-// approval_timeout, so that the gate's expiry always answers first (the
-// CLI's timeout is a hard limit, which progress does not extend).
-func PromptToolTimeout(session, longestRule time.Duration) time.Duration {
-	return max(session, longestRule) + promptMargin
+// AskTimeout is the timeout Claude Code gives what waits for a person
+// (run's http hook, or the prompt tool the hook binary's asks go to):
+// past the longest wait an ask of the session may have, the run's or a
+// rule's approval_timeout, so that the gate's expiry always answers first
+// (the CLI's timeout is a hard limit, which the prompt tool's progress
+// does not extend, and a hook it ends is no verdict).
+func AskTimeout(session, longestRule time.Duration) time.Duration {
+	return max(session, longestRule) + askMargin
 }
 
 // protectedExtra is what the session's guard protects beside the gate's
@@ -497,15 +507,19 @@ func (r *runner) protectedExtra() []string {
 	return []string{r.cfg.PolicyPath, r.files, r.cfg.Hook, r.cfg.Self, claudeDir(r.cfg)}
 }
 
-// claudeArgs writes the settings and MCP config files (0600, in a private
-// temporary directory: the prompt tool's token is never on a command line)
-// and returns claude's arguments: toolgate's, then the user's.
+// claudeArgs writes the settings and, for the hook binary, the MCP config
+// (0600, in a private temporary directory: the listener's token is never
+// on a command line) and returns claude's arguments: toolgate's, then the
+// user's.
 func (r *runner) claudeArgs(dir string, host *prompttool.Host) ([]string, error) {
 	// With http hooks only PreToolUse is a hook: what ran and what the
-	// model saw come from claude's transcript. The hook binary reports
-	// them itself (PostToolUse, its failure twin, PostToolBatch).
+	// model saw come from claude's transcript, and an ask waits in the
+	// hook, which Claude Code gives as long as the prompt tool. The hook
+	// binary reports them itself (PostToolUse, its failure twin,
+	// PostToolBatch), and an ask goes to the prompt tool.
 	_, noProxy := noProxyLoopback(r.cfg.Env)
-	settings := claudecode.HTTPHooksSettings(host.Base+hookPath, host.Token, claudecode.HookTimeout, noProxy, api.PreToolUse)
+	hookTimeout := int((r.askTimeout + time.Second - 1) / time.Second)
+	settings := claudecode.HTTPHooksSettings(host.Base+hookPath, host.Token, hookTimeout, noProxy, api.PreToolUse)
 	if r.cfg.HookTransport == HookCommand {
 		settings = claudecode.HooksSettings(claudecode.CommandLine(r.cfg.Hook),
 			api.PreToolUse, api.PostToolUse, api.PostToolUseFailure, api.PostToolBatch)
@@ -523,18 +537,22 @@ func (r *runner) claudeArgs(dir string, host *prompttool.Host) ([]string, error)
 			settings, _ = sjson.SetBytes(settings, "env."+k, v)
 		}
 	}
-	mcpTimeout := r.promptTimeout.Milliseconds()
-	mcpConfig := map[string]any{"mcpServers": map[string]any{"toolgate": map[string]any{
-		"type": "http", "url": host.URL, "headers": map[string]string{"Authorization": "Bearer " + host.Token},
-		"timeout": mcpTimeout}}}
-	mcpDoc, _ := json.Marshal(mcpConfig)
-	settingsFile, mcpFile := filepath.Join(dir, "settings.json"), filepath.Join(dir, "mcp.json")
-	for path, doc := range map[string][]byte{settingsFile: settings, mcpFile: mcpDoc} {
-		if err := os.WriteFile(path, doc, 0o600); err != nil {
+	settingsFile := filepath.Join(dir, "settings.json")
+	if err := os.WriteFile(settingsFile, settings, 0o600); err != nil {
+		return nil, err
+	}
+	args := []string{"--settings", settingsFile}
+	if r.cfg.HookTransport == HookCommand {
+		mcpConfig := map[string]any{"mcpServers": map[string]any{"toolgate": map[string]any{
+			"type": "http", "url": host.URL, "headers": map[string]string{"Authorization": "Bearer " + host.Token},
+			"timeout": r.askTimeout.Milliseconds()}}}
+		mcpDoc, _ := json.Marshal(mcpConfig)
+		mcpFile := filepath.Join(dir, "mcp.json")
+		if err := os.WriteFile(mcpFile, mcpDoc, 0o600); err != nil {
 			return nil, err
 		}
+		args = append(args, "--mcp-config", mcpFile, "--permission-prompt-tool", PromptToolName)
 	}
-	args := []string{"--settings", settingsFile, "--mcp-config", mcpFile, "--permission-prompt-tool", PromptToolName}
 	return append(args, r.cfg.ClaudeArgs...), nil
 }
 
