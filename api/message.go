@@ -71,7 +71,7 @@ func explain(v Verdict) string {
 	case ReasonDuplicateToolUseID:
 		return "this tool_use_id already ran; a call runs at most once."
 	case ReasonToolUseIDConflict:
-		return "this tool_use_id was already used for a different call."
+		return "this tool_use_id was already used for a different call (another input, another working directory, or another session)."
 	case ReasonGateUnavailable:
 		return "the permission gate is unavailable, so nothing can run until it is back."
 	case ReasonNoApprover:

@@ -129,7 +129,7 @@ func (g *gate) decide(ctx context.Context, s *gateSession, c api.Call, fromHook 
 	stored, fresh, err := g.ledger.Record(ctx, c, v, fromHook)
 	switch {
 	case ledger.IsConflict(err):
-		g.log.Warn("tool_use_id proposed again with another input", "tool_use_id", c.ToolUseID, "session", s.id)
+		g.log.Warn("tool_use_id proposed again with another input or in another directory", "tool_use_id", c.ToolUseID, "session", s.id)
 		v = api.Deny(api.ReasonToolUseIDConflict, api.SourceLedger)
 	case err != nil:
 		return api.Verdict{}, err

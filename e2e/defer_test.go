@@ -228,6 +228,39 @@ func TestDeferredApprovalRunsOnce(t *testing.T) {
 	}
 }
 
+// A deferred call is the call in the directory it was proposed in. Claude
+// Code's resume proposes it again from the session's directory, not from
+// the one the model's cd had moved its Bash tool to, where the approved
+// touch would make another file: the proposal is tool_use_id_conflict, and
+// the call runs nowhere.
+func TestDeferredCallRunsOnlyInItsDirectory(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	sub := filepath.Join(w.project, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, id := w.deferred(t, []modelscript.Step{step(bash("toolu_cd", "cd sub")), step(bash("toolu_def", "touch deferred.txt"))})
+	if code, out := w.toolgate("approve", id); code != 0 {
+		t.Fatalf("approve: %d %s", code, out)
+	}
+	code, listed, model := w.resume([]modelscript.Step{{Text: "done"}})
+	if code != 77 || len(listed) != 1 || listed[0]["outcome"] != "resumed" {
+		t.Fatalf("resume: exit %d %v, want 77 (the conflict)", code, listed)
+	}
+	for _, f := range []string{filepath.Join(w.project, "deferred.txt"), filepath.Join(sub, "deferred.txt")} {
+		if _, err := os.Stat(f); err == nil {
+			t.Errorf("the approved call ran, from another directory: %s", f)
+		}
+	}
+	contains(t, "the model's tool_result", model.ToolResults()["toolu_def"].Text, "reason_code tool_use_id_conflict")
+	for _, c := range w.audit(r.report.SessionID) {
+		if c.ToolUseID == "toolu_def" && (c.Cwd != sub || c.Executions != 0) {
+			t.Errorf("the audit of the deferred call: cwd %q, %d executions; want %s, none", c.Cwd, c.Executions, sub)
+		}
+	}
+}
+
 // A deferred approval answers its own session's resume only: another
 // session (its policy asks, and nobody is there to answer) that proposes
 // the approved tool_use_id with its input gets tool_use_id_conflict, and

@@ -120,7 +120,7 @@ func propose(t *tx, p api.Call, doc proposalJSON) (api.Call, bool, error) {
 	if err != nil {
 		return api.Call{}, false, err
 	}
-	if found && c.InputSHA256 == doc.call.InputSHA256 {
+	if found && c.InputSHA256 == doc.call.InputSHA256 && sameDir(c.Cwd, p.Cwd) {
 		return c, true, nil
 	}
 	if found {
@@ -168,6 +168,13 @@ const proposedAtZero = `"proposed_at":"0001-01-01T00:00:00Z"`
 // escaped, so the first occurrence is the field
 // (TestProposalCutsAfterStrings holds api.Call to that).
 const inputNull = `"input":null`
+
+// sameDir reports whether a call proposed in directory b is the one
+// recorded in a: a relative path in its input names another file
+// elsewhere. Only the prompt tool proposes without a directory (Claude
+// Code sends none there), always after the hook proposed the call with
+// one.
+func sameDir(a, b string) bool { return a == b || a == "" || b == "" }
 
 // newProposal encodes the proposal of p, whose input must be JSON. The
 // input is compacted once, for its hash and for the document: json.Marshal

@@ -83,6 +83,31 @@ func TestProposeOncePerID(t *testing.T) {
 	}
 }
 
+// A tool_use_id is one call in one directory: the same input proposed
+// from another directory (where ./deploy.sh is another program) is a
+// conflict; the prompt tool's proposal, which carries no directory, is not.
+func TestProposeInAnotherDirectoryIsAConflict(t *testing.T) {
+	l, _ := openTest(t, nil)
+	call := api.Call{ToolUseID: "toolu_1", SessionID: "s1", ToolName: "Bash", Input: json.RawMessage(`{"command":"./deploy.sh"}`), Cwd: "/p/staging"}
+	if _, existed, err := l.Propose(ctx, call); err != nil || existed {
+		t.Fatalf("propose: existed=%v %v", existed, err)
+	}
+	again := call
+	again.Cwd = ""
+	if _, existed, err := l.Propose(ctx, again); err != nil || !existed {
+		t.Errorf("the same call without a directory: existed=%v %v", existed, err)
+	}
+	again.Cwd = "/p/prod"
+	_, _, err := l.Propose(ctx, again)
+	var conflict *ConflictError
+	if !errors.As(err, &conflict) || conflict.Existing.Cwd != "/p/staging" {
+		t.Fatalf("the same input in another directory: %v", err)
+	}
+	if kinds := eventKinds(t, l); fmt.Sprint(kinds) != "[call_proposed call_conflict]" {
+		t.Errorf("audit: %v", kinds)
+	}
+}
+
 func TestProposeRacersOnOneID(t *testing.T) {
 	l, _ := openTest(t, nil)
 	const n = 32
