@@ -1,6 +1,8 @@
 // Package prompttool is the permission_prompt MCP tool that Claude Code
 // calls (--permission-prompt-tool) for every call it would ask a person
-// about. It is a thin mcp-go adapter over Decider: denials are tool
+// about, and the loopback listener (Host) that serves it and toolgate
+// run's http hook; run registers the tool for the hook binary's sessions
+// only. It is a thin mcp-go adapter over Decider: denials are tool
 // results, and a Go error means the protocol itself failed. It speaks the
 // api package's vocabulary and must not import the ledger or the daemon.
 package prompttool
