@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The message a denied call gives the model reads as the seed's: the rule
+// The message a denied call gives the model reads as the design article's: the rule
 // and its reason_code, one sentence of why, the rule's own words as a
 // sentence of their own, and "Do not retry this call."
 func TestDenyMessage(t *testing.T) {

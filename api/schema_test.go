@@ -14,21 +14,21 @@ import (
 	"github.com/toolgate/toolgate/internal/schematest"
 )
 
-func seedDoc(t *testing.T, name string) []byte {
+func articleDoc(t *testing.T, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "seed", name))
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "article", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return data
 }
 
-// The approval record's schema is the seed's, verbatim; every schema
-// compiles; the seed's own example documents are valid by them.
-func TestSchemasAreTheSeeds(t *testing.T) {
+// The approval record's schema is the design article's, verbatim; every schema
+// compiles; the design article's own example documents are valid by them.
+func TestSchemasAreTheArticles(t *testing.T) {
 	approval, _ := api.Schema(api.SchemaApproval)
-	if !bytes.Equal(approval, seedDoc(t, "approval.schema.json")) {
-		t.Errorf("the approval record's schema is not the seed's, verbatim")
+	if !bytes.Equal(approval, articleDoc(t, "approval.schema.json")) {
+		t.Errorf("the approval record's schema is not the design article's, verbatim")
 	}
 	for _, name := range api.SchemaNames() {
 		if _, err := schematest.Compile(name); err != nil {
@@ -40,7 +40,7 @@ func TestSchemasAreTheSeeds(t *testing.T) {
 	}
 	for file, name := range map[string]string{"approval.json": api.SchemaApproval, "decision.json": api.SchemaDecision,
 		"write-back.json": api.SchemaWriteBack, "permission-result.json": api.SchemaPermissionResult} {
-		schematest.Validate(t, name, seedDoc(t, file))
+		schematest.Validate(t, name, articleDoc(t, file))
 	}
 }
 
@@ -91,7 +91,7 @@ func TestSchemasRefuseAnAddedField(t *testing.T) {
 	for file, name := range map[string]string{"approval.json": api.SchemaApproval, "decision.json": api.SchemaDecision,
 		"write-back.json": api.SchemaWriteBack, "permission-result.json": api.SchemaPermissionResult} {
 		var doc map[string]any
-		json.Unmarshal(seedDoc(t, file), &doc)
+		json.Unmarshal(articleDoc(t, file), &doc)
 		doc["added"] = true
 		data, _ := json.Marshal(doc)
 		if schematest.Check(name, data) == nil {
@@ -100,7 +100,7 @@ func TestSchemasRefuseAnAddedField(t *testing.T) {
 	}
 }
 
-// A write-back reads and writes as the seed's: rule_id and reason_code
+// A write-back reads and writes as the design article's: rule_id and reason_code
 // are null when there are none, never left out.
 func TestWriteBackNulls(t *testing.T) {
 	w := api.WriteBack{ToolUseID: "toolu_1", Effect: api.EffectAsk}

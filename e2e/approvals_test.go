@@ -76,7 +76,7 @@ func TestApproveFromAnotherProcess(t *testing.T) {
 		}
 		_, show := w.toolgate("show", id)
 		contains(t, "toolgate show", show, "approved by user:", "decision allow", "fine by me", "written back to claude: allow")
-		// The seed's three documents of a real session, exactly as their
+		// The design article's three documents of a real session, exactly as their
 		// schemas describe them.
 		_, showJSON := w.toolgateOut("show", "--json", id)
 		var detail struct {

@@ -11,7 +11,7 @@ import (
 	"github.com/toolgate/toolgate/internal/schematest"
 )
 
-// The documents the ledger stores are the seed's, exactly as their
+// The documents the ledger stores are the design article's, exactly as their
 // embedded schemas describe them (additionalProperties false): approval
 // records, decisions (a person's allow and deny, an expiry, a hand-off)
 // and write-backs (by a rule and by the default).
@@ -54,13 +54,13 @@ func TestStoredDocumentsMatchTheirSchemas(t *testing.T) {
 	if counts["a/"] != 4 || counts["d/"] != 4 || counts["w/"] != 3 {
 		t.Fatalf("validated %v documents, want 4 approvals, 4 decisions, 3 write-backs", counts)
 	}
-	checkApprovalBeyondTheSeed(t, l)
+	checkApprovalBeyondTheArticle(t, l)
 }
 
-// checkApprovalBeyondTheSeed holds the records to what toolgate promises
-// beyond the seed's schema: an apr_ ULID id, matched_rule always present
+// checkApprovalBeyondTheArticle holds the records to what toolgate promises
+// beyond the design article's schema: an apr_ ULID id, matched_rule always present
 // (null for the default), and the policy's version.
-func checkApprovalBeyondTheSeed(t *testing.T, l *Ledger) {
+func checkApprovalBeyondTheArticle(t *testing.T, l *Ledger) {
 	id := regexp.MustCompile(`^apr_[0-9A-HJKMNP-TV-Z]{26}$`)
 	l.store.Scan(ctx, "a/", "a/", func(_, val []byte) error {
 		var a map[string]json.RawMessage
@@ -81,7 +81,7 @@ func mustResolve(t *testing.T, l *Ledger, id string, decision api.Effect) {
 	}
 }
 
-// Decisions stored before the seed's values read as today's: approved is
+// Decisions stored before the design article's values read as today's: approved is
 // allow, denied is deny, expired is deny, or ask when handed to Claude
 // Code's dialog; a refused decision's error carries the same.
 func TestDecisionsOfTheEarlierShape(t *testing.T) {

@@ -90,15 +90,15 @@ func TestDiffSchemas(t *testing.T) {
 	}
 }
 
-// The change that made seed.json the seed's: ask-pr-main also asks for
-// master, the docs search is allowed (which loosens), and the feature
+// The change that made protected-branch.json the design article's:
+// ask-pr-main also asks for master, the docs search is allowed (which loosens), and the feature
 // bases lose their allow.
-func TestDiffOfTheSeed(t *testing.T) {
-	old, err := Load(filepath.Join("..", "testdata", "diff", "seed-before.json"))
+func TestDiffOfTheArticlesChange(t *testing.T) {
+	old, err := Load(filepath.Join("..", "testdata", "diff", "protected-branch-before.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	changes := Diff(old, seedPolicy(t))
+	changes := Diff(old, articlePolicy(t))
 	want := []string{"changed ask-pr-main tightens", "added allow-docs-search loosens", "removed allow-pr-feature tightens"}
 	if got := summary(changes); !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)

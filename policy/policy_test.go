@@ -21,9 +21,9 @@ func mustParse(t testing.TB, doc string) *Policy {
 	return p
 }
 
-func seedPolicy(t testing.TB) *Policy {
+func articlePolicy(t testing.TB) *Policy {
 	t.Helper()
-	p, err := Load(filepath.Join("..", "examples", "policies", "seed.json"))
+	p, err := Load(filepath.Join("..", "examples", "policies", "protected-branch.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,8 +34,8 @@ func call(tool, input string) Call {
 	return Call{Tool: tool, Input: []byte(input), Cwd: "/project", Home: "/home/u"}
 }
 
-func TestSeedSemantics(t *testing.T) {
-	p := seedPolicy(t)
+func TestArticlePolicySemantics(t *testing.T) {
+	p := articlePolicy(t)
 	tests := []struct {
 		name   string
 		call   Call
@@ -43,7 +43,7 @@ func TestSeedSemantics(t *testing.T) {
 		rule   string
 		reason string
 	}{
-		{"the seed's example call", call("mcp__github__create_pull_request", `{"base":"main","head":"feat","title":"T"}`), api.EffectAsk, "ask-pr-main", "protected_branch"},
+		{"the design article's example call", call("mcp__github__create_pull_request", `{"base":"main","head":"feat","title":"T"}`), api.EffectAsk, "ask-pr-main", "protected_branch"},
 		{".env", call("Read", `{"file_path":".env"}`), api.EffectDeny, "deny-env", "secret_file"},
 		{"./.env", call("Read", `{"file_path":"./.env"}`), api.EffectDeny, "deny-env", "secret_file"},
 		{"sub/../.env", call("Read", `{"file_path":"sub/../.env"}`), api.EffectDeny, "deny-env", "secret_file"},
@@ -71,7 +71,7 @@ func TestSeedSemantics(t *testing.T) {
 	}
 }
 
-// TestUnconstrainedAllowReleasesMain demonstrates the seed's warning: an
+// TestUnconstrainedAllowReleasesMain demonstrates the design article's warning: an
 // allow rule with no input constraint lets base main through when no ask
 // rule catches it first.
 func TestUnconstrainedAllowReleasesMain(t *testing.T) {
@@ -81,7 +81,7 @@ func TestUnconstrainedAllowReleasesMain(t *testing.T) {
 	if d.Effect != api.EffectAllow || d.RuleID != "allow-prs" {
 		t.Fatalf("got %+v, want allow by allow-prs", d)
 	}
-	// With the seed's ask rule in the same document, ask wins over allow.
+	// With the design article's ask rule in the same document, ask wins over allow.
 	p = mustParse(t, `{"version":1,"default":"ask","rules":[
 		{"id":"allow-prs","effect":"allow","tool":"mcp__github__create_pull_request"},
 		{"id":"ask-pr-main","effect":"ask","tool":"mcp__github__create_pull_request","input":{"base":{"const":"main"}}}]}`)
@@ -191,7 +191,7 @@ func TestToolGlob(t *testing.T) {
 }
 
 func TestExplain(t *testing.T) {
-	p := seedPolicy(t)
+	p := articlePolicy(t)
 	d, traces := p.Explain(call("mcp__github__create_pull_request", `{"base":"main"}`))
 	if d.RuleID != "ask-pr-main" {
 		t.Fatalf("decision %+v", d)
@@ -265,31 +265,31 @@ func TestApprovalTimeout(t *testing.T) {
 	}
 }
 
-// examples/policies/seed.json is the seed article's policy: its text is
-// the seed's, byte for byte, up to the end of the rules (the file adds
-// inline tests after them), and it decides as the seed's document does.
-func TestSeedPolicyIsTheSeeds(t *testing.T) {
-	seed, err := os.ReadFile(filepath.Join("..", "testdata", "seed", "policy.json"))
+// examples/policies/protected-branch.json is the design article's policy: its text is
+// the design article's, byte for byte, up to the end of the rules (the file adds
+// inline tests after them), and it decides as the design article's document does.
+func TestProtectedBranchPolicyIsTheArticles(t *testing.T) {
+	article, err := os.ReadFile(filepath.Join("..", "testdata", "article", "policy.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours, err := os.ReadFile(filepath.Join("..", "examples", "policies", "seed.json"))
+	ours, err := os.ReadFile(filepath.Join("..", "examples", "policies", "protected-branch.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules, ok := strings.CutSuffix(string(seed), "  ]\n}\n")
+	rules, ok := strings.CutSuffix(string(article), "  ]\n}\n")
 	if !ok {
-		t.Fatal("testdata/seed/policy.json does not end as the seed's document does")
+		t.Fatal("testdata/article/policy.json does not end as the design article's document does")
 	}
 	if !strings.HasPrefix(string(ours), rules+"  ],\n  \"tests\": [") {
-		t.Errorf("seed.json's version, default and rules are not the seed's, byte for byte; want them to start:\n%s", rules)
+		t.Errorf("protected-branch.json's version, default and rules are not the design article's, byte for byte; want them to start:\n%s", rules)
 	}
-	want, got := mustParse(t, string(seed)), seedPolicy(t)
+	want, got := mustParse(t, string(article)), articlePolicy(t)
 	if !reflect.DeepEqual(want.Rules(), got.Rules()) || want.Version != got.Version || want.Default != got.Default {
-		t.Errorf("seed.json decodes as %+v, the seed as %+v", got.Rules(), want.Rules())
+		t.Errorf("protected-branch.json decodes as %+v, the design article's as %+v", got.Rules(), want.Rules())
 	}
-	// The seed's example call, exactly as the article shows it.
-	raw, err := os.ReadFile(filepath.Join("..", "testdata", "seed", "tool_use.json"))
+	// The design article's example call, exactly as the article shows it.
+	raw, err := os.ReadFile(filepath.Join("..", "testdata", "article", "tool_use.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,13 +298,13 @@ func TestSeedPolicyIsTheSeeds(t *testing.T) {
 		t.Fatal(err)
 	}
 	if v := got.Decide(Call{Tool: c.Name, Input: c.Input, Cwd: TestCwd}); v.Effect != api.EffectAsk || v.RuleID != "ask-pr-main" || v.ReasonCode != "protected_branch" {
-		t.Errorf("the seed's example call: %+v, want ask by ask-pr-main (protected_branch)", v)
+		t.Errorf("the design article's example call: %+v, want ask by ask-pr-main (protected_branch)", v)
 	}
 	var hasIt bool
 	for _, tt := range got.Document().Tests {
 		hasIt = hasIt || tt.Call.ID == c.ID && string(tt.Call.Input) != "" && tt.Call.Name == c.Name
 	}
 	if !hasIt {
-		t.Errorf("seed.json has no inline test of the seed's example call %s", c.ID)
+		t.Errorf("protected-branch.json has no inline test of the design article's example call %s", c.ID)
 	}
 }

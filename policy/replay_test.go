@@ -15,15 +15,15 @@ func recorded(id, session, tool, input string, at int) api.Call {
 		ProposedAt: time.Date(2026, 12, 1, 9, 0, at, 0, time.UTC)}
 }
 
-// The replay of the change that made seed.json the seed's: the docs
+// The replay of the change that made protected-branch.json the design article's: the docs
 // search loosens (ask to allow, listed first), the feature bases tighten,
 // master asks by another rule, and .env stays denied.
 func TestReplayGroupsChanges(t *testing.T) {
-	old, err := Load(filepath.Join("..", "testdata", "diff", "seed-before.json"))
+	old, err := Load(filepath.Join("..", "testdata", "diff", "protected-branch-before.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewReplayer(old, seedPolicy(t))
+	r := NewReplayer(old, articlePolicy(t))
 	r.AddSession(api.HistorySession{ID: "s1", Cwd: "/project", Home: "/home/u"})
 	calls := []api.Call{
 		recorded("t1", "s1", "mcp__github__create_pull_request", `{"base":"develop","head":"x","title":"t"}`, 1),

@@ -26,7 +26,7 @@ a versioned policy and the tool's JSON Schema, and allows, denies or asks a pers
 
 EXAMPLES
    toolgate policy check examples/policies/*.json
-   toolgate policy test examples/policies/seed.json --call '{"name":"Read","input":{"file_path":".env"}}'
+   toolgate policy test examples/policies/protected-branch.json --call '{"name":"Read","input":{"file_path":".env"}}'
 
 ` + exitStatusHelp,
 		Reader:    stdin,

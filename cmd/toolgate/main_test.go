@@ -23,7 +23,7 @@ func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr s
 	return code, out.String(), errOut.String()
 }
 
-const seed = "../../examples/policies/seed.json"
+const protectedBranch = "../../examples/policies/protected-branch.json"
 
 func writeFile(t *testing.T, name, content string) string {
 	t.Helper()
@@ -42,7 +42,7 @@ func TestPolicyCheck(t *testing.T) {
 	bad := writeFile(t, "bad.json", "{\"version\":1,\"default\":\"ask\",\"rules\":[\n"+
 		`{"id":"r1","effect":"ask","tool":"A","input":{"k":{"pattern":"("}}},`+"\n"+
 		`{"id":"r1","effect":"nope","tool":"B"}]}`)
-	code, _, errOut := run(t, "", "policy", "check", seed, bad)
+	code, _, errOut := run(t, "", "policy", "check", protectedBranch, bad)
 	if code != exitConfig {
 		t.Fatalf("invalid policy: code %d, want %d", code, exitConfig)
 	}
@@ -85,8 +85,8 @@ func TestPolicyCheckWarns(t *testing.T) {
 }
 
 func TestPolicyTest(t *testing.T) {
-	seedCall := `{"type":"tool_use","id":"toolu_01A","name":"mcp__github__create_pull_request","input":{"base":"main","head":"x","title":"T"}}`
-	code, out, _ := run(t, "", "policy", "test", seed, "--call", seedCall, "--json")
+	articleCall := `{"type":"tool_use","id":"toolu_01A","name":"mcp__github__create_pull_request","input":{"base":"main","head":"x","title":"T"}}`
+	code, out, _ := run(t, "", "policy", "test", protectedBranch, "--call", articleCall, "--json")
 	var d decisionJSON
 	if err := json.Unmarshal([]byte(out), &d); err != nil || code != 0 {
 		t.Fatalf("code %d, %v: %s", code, err, out)
@@ -94,18 +94,18 @@ func TestPolicyTest(t *testing.T) {
 	if d.Effect != "ask" || d.RuleID == nil || *d.RuleID != "ask-pr-main" || d.ToolUseID != "toolu_01A" || d.SchemaVersion != 1 {
 		t.Errorf("decision %+v", d)
 	}
-	code, out, _ = run(t, `{"name":"Read","input":{"file_path":"./.env"}}`, "policy", "test", "--cwd", "/p", seed, "--call", "-")
+	code, out, _ = run(t, `{"name":"Read","input":{"file_path":"./.env"}}`, "policy", "test", "--cwd", "/p", protectedBranch, "--call", "-")
 	if code != 0 || !strings.HasPrefix(out, `deny by rule "deny-env" (reason_code secret_file`) {
 		t.Errorf("stdin call: code %d, %q", code, out)
 	}
-	code, out, _ = run(t, "", "policy", "test", seed, "--json", "--call", `{"name":"mcp__x__y","input":{}}`)
+	code, out, _ = run(t, "", "policy", "test", protectedBranch, "--json", "--call", `{"name":"mcp__x__y","input":{}}`)
 	if !strings.Contains(out, `"rule_id": null`) || !strings.Contains(out, `"reason_code": "default"`) || code != 0 {
 		t.Errorf("default decision: %s", out)
 	}
-	if code, _, errOut := run(t, "", "policy", "test", seed, "--call", `{"input":{}}`); code != exitDataErr || !strings.Contains(errOut, "no tool name") {
+	if code, _, errOut := run(t, "", "policy", "test", protectedBranch, "--call", `{"input":{}}`); code != exitDataErr || !strings.Contains(errOut, "no tool name") {
 		t.Errorf("bad call: code %d, %q", code, errOut)
 	}
-	if code, _, _ := run(t, "", "policy", "test", seed); code != exitUsage {
+	if code, _, _ := run(t, "", "policy", "test", protectedBranch); code != exitUsage {
 		t.Errorf("missing --call: code %d", code)
 	}
 }
@@ -153,7 +153,7 @@ func TestPolicyTestSchemaInvalid(t *testing.T) {
 }
 
 func TestPolicyExplain(t *testing.T) {
-	code, out, _ := run(t, "", "policy", "explain", seed, "--call", `{"name":"mcp__github__create_pull_request","input":{"base":"dev"}}`)
+	code, out, _ := run(t, "", "policy", "explain", protectedBranch, "--call", `{"name":"mcp__github__create_pull_request","input":{"base":"dev"}}`)
 	if code != 0 {
 		t.Fatalf("code %d", code)
 	}
@@ -188,9 +188,9 @@ func TestPolicyExportSettings(t *testing.T) {
 	if !strings.Contains(errOut, `not projected: rule "deny-rm-rf"`) || !strings.Contains(errOut, `not projected: rule "deny-secrets"`) {
 		t.Errorf("stderr should list what was not projected: %q", errOut)
 	}
-	code, out, _ = run(t, "", "policy", "export-settings", seed)
+	code, out, _ = run(t, "", "policy", "export-settings", protectedBranch)
 	if code != 0 || !strings.Contains(out, `"Read(./.env)"`) {
-		t.Errorf("seed projection: %s", out)
+		t.Errorf("article projection: %s", out)
 	}
 }
 
@@ -239,7 +239,7 @@ func TestRunRefusesBeforeClaudeStarts(t *testing.T) {
 		t.Errorf("invalid policy: exit %d %q", code, errOut)
 	}
 	for _, args := range [][]string{{"--dangerously-skip-permissions"}, {"--permission-mode", "bypassPermissions"}, {"--permission-prompt-tool", "mine"}} {
-		argv := append([]string{"run", "--hook", hook, "--policy", seed, "--", "/bin/true"}, args...)
+		argv := append([]string{"run", "--hook", hook, "--policy", protectedBranch, "--", "/bin/true"}, args...)
 		if code, _, errOut := run(t, "", argv...); code != exitUsage {
 			t.Errorf("%v: exit %d %q", args, code, errOut)
 		}
@@ -264,7 +264,7 @@ func TestRunChecksBeforeClaudeStarts(t *testing.T) {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o500)
 	for _, report := range []string{filepath.Join(dir, "sub", "r.json"), t.TempDir()} {
-		code, _, errOut := run(t, "", "run", "--hook", hook, "--policy", seed, "--report", report, "--", claude, "-p", "x")
+		code, _, errOut := run(t, "", "run", "--hook", hook, "--policy", protectedBranch, "--report", report, "--", claude, "-p", "x")
 		if code != exitCantCreat || !strings.Contains(errOut, "claude was not started") || !strings.Contains(errOut, "Try: ") {
 			t.Errorf("report %s: exit %d %q, want %d", report, code, errOut, exitCantCreat)
 		}
@@ -510,7 +510,7 @@ func TestShowLeavesOutEmptyFields(t *testing.T) {
 // PATH or the project, never by this machine's absolute paths; what cannot
 // be named so is refused with the way out. --scope local is this checkout's.
 func TestInstallScopes(t *testing.T) {
-	seedDoc, err := os.ReadFile(seed)
+	policyDoc, err := os.ReadFile(protectedBranch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,8 +520,8 @@ func TestInstallScopes(t *testing.T) {
 	hook := filepath.Join(bin, "toolgate-hook")
 	os.WriteFile(hook, []byte("#!/bin/sh\n"), 0o755)
 	os.MkdirAll(filepath.Join(project, ".claude"), 0o755)
-	os.WriteFile(filepath.Join(project, ".claude", "p.json"), seedDoc, 0o600)
-	outside := writeFile(t, "p.json", string(seedDoc))
+	os.WriteFile(filepath.Join(project, ".claude", "p.json"), policyDoc, 0o600)
+	outside := writeFile(t, "p.json", string(policyDoc))
 	t.Setenv("PATH", "/usr/bin:/bin")
 
 	code, _, errOut := run(t, "", "install", "--scope", "project", "--policy", ".claude/p.json", "--hook", hook)

@@ -19,7 +19,7 @@ import (
 )
 
 // benchCalls are the calls of the benchmark's sessions, in turn: the docs
-// search (ask -> allow between the two seeds), pull requests to every
+// search (ask -> allow between the two policies), pull requests to every
 // base, reads, and shell commands.
 var benchCalls = []struct{ tool, input string }{
 	{"mcp__docs__search", `{"q":"rate limits %d"}`},
@@ -35,9 +35,9 @@ var benchCalls = []struct{ tool, input string }{
 // BenchmarkPolicyDiffHistory100k records 100,000 calls in 100 sessions
 // through a real toolgate serve (16 clients, as hooks would), then times
 // toolgate policy diff --history (a process of its own, through the
-// daemon) and --file (on the ledger's audit export), between the earlier
-// seed policy (testdata/diff/seed-before.json) and the shipped one. Run it
-// with -benchtime 1x; -v shows a sample of the output.
+// daemon) and --file (on the ledger's audit export), between the design
+// article's first policy (testdata/diff/protected-branch-before.json) and
+// the shipped one. Run it with -benchtime 1x; -v shows a sample of the output.
 func BenchmarkPolicyDiffHistory100k(b *testing.B) {
 	bin := filepath.Join(b.TempDir(), "toolgate")
 	build := exec.Command("go", "build", "-o", bin, ".")
@@ -51,18 +51,18 @@ func BenchmarkPolicyDiffHistory100k(b *testing.B) {
 		export := filepath.Join(b.TempDir(), "audit.jsonl")
 		timed(b, bin, env, "audit", "export", "-o", export)
 		start := time.Now()
-		out, rss := timed(b, bin, env, "policy", "diff", seedBefore, seed, "--history", "--json")
+		out, rss := timed(b, bin, env, "policy", "diff", articleBefore, protectedBranch, "--history", "--json")
 		b.ReportMetric(time.Since(start).Seconds(), "history_s")
 		b.ReportMetric(rss, "history_maxrss_MB")
 		start = time.Now()
-		timed(b, bin, env, "policy", "diff", seedBefore, seed, "--file", export, "--json")
+		timed(b, bin, env, "policy", "diff", articleBefore, protectedBranch, "--file", export, "--json")
 		b.ReportMetric(time.Since(start).Seconds(), "file_s")
 		var d diffJSON
 		if err := json.Unmarshal(out, &d); err != nil || d.History.Calls != 100_000 {
 			b.Fatalf("report: %v %.200s", err, out)
 		}
 		b.ReportMetric(float64(d.History.Changed), "changed_calls")
-		sample, _ := timed(b, bin, env, "policy", "diff", seedBefore, seed, "--history", "--limit", "3")
+		sample, _ := timed(b, bin, env, "policy", "diff", articleBefore, protectedBranch, "--history", "--limit", "3")
 		b.Logf("sample of the output:\n%s", sample)
 	}
 }
@@ -90,11 +90,11 @@ func benchDaemon(b *testing.B, bin string) ([]string, api.Paths) {
 	return env, p
 }
 
-// recordBenchCalls sends n PreToolUse events in sessions of the old seed
-// policy, 16 at a time.
+// recordBenchCalls sends n PreToolUse events in sessions of the design
+// article's first policy, 16 at a time.
 func recordBenchCalls(b *testing.B, p api.Paths, n, sessions int) {
 	c := api.NewClient(p.Socket())
-	doc, err := os.ReadFile(seedBefore)
+	doc, err := os.ReadFile(articleBefore)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func recordBenchCalls(b *testing.B, p api.Paths, n, sessions int) {
 	b.Cleanup(func() { supervisor.Process.Kill(); supervisor.Wait() })
 	var ids []string
 	for i := range sessions {
-		s, err := c.Register(context.Background(), api.RegisterRequest{Policy: doc, PolicyName: "seed-before.json",
+		s, err := c.Register(context.Background(), api.RegisterRequest{Policy: doc, PolicyName: "protected-branch-before.json",
 			SupervisorPID: supervisor.Process.Pid, Cwd: fmt.Sprintf("/work/project%d", i), Home: "/home/u"})
 		if err != nil {
 			b.Fatal(err)

@@ -12,10 +12,10 @@ import (
 	"github.com/toolgate/toolgate/api"
 )
 
-const seedBefore = "../../testdata/diff/seed-before.json"
+const articleBefore = "../../testdata/diff/protected-branch-before.json"
 
 // recordCalls records calls through a real daemon's gate, as the hook
-// does (PreToolUse), in a session of the old seed policy.
+// does (PreToolUse), in a session of the article's first policy.
 func recordCalls(t *testing.T, p api.Paths, doc string) {
 	t.Helper()
 	session := register(t, p, doc, time.Hour, "/project")
@@ -39,10 +39,10 @@ func recordCalls(t *testing.T, p api.Paths, doc string) {
 // tightens, and the export of the same ledger replays the same.
 func TestPolicyDiffHistory(t *testing.T) {
 	p := useGate(t)
-	before := readFile(t, seedBefore)
+	before := readFile(t, articleBefore)
 	recordCalls(t, p, before)
 
-	code, out, errOut := run(t, "", "policy", "diff", seedBefore, seed, "--history")
+	code, out, errOut := run(t, "", "policy", "diff", articleBefore, protectedBranch, "--history")
 	if code != exitLoosens {
 		t.Fatalf("exit %d, want %d: %s %s", code, exitLoosens, out, errOut)
 	}
@@ -54,12 +54,12 @@ func TestPolicyDiffHistory(t *testing.T) {
 	}
 	contains(t, errOut, "loosens the decision on 2 of 5 recorded calls")
 
-	_, daemonJSON, _ := run(t, "", "policy", "diff", seedBefore, seed, "--history", "--json")
+	_, daemonJSON, _ := run(t, "", "policy", "diff", articleBefore, protectedBranch, "--history", "--json")
 	export := filepath.Join(t.TempDir(), "audit.jsonl")
 	if code, _, errOut := run(t, "", "audit", "export", "-o", export); code != 0 {
 		t.Fatalf("export: %s", errOut)
 	}
-	code, fileJSON, _ := run(t, "", "policy", "diff", seedBefore, seed, "--file", export, "--json")
+	code, fileJSON, _ := run(t, "", "policy", "diff", articleBefore, protectedBranch, "--file", export, "--json")
 	var fromDaemon, fromFile diffJSON
 	if json.Unmarshal([]byte(daemonJSON), &fromDaemon) != nil || json.Unmarshal([]byte(fileJSON), &fromFile) != nil || code != exitLoosens {
 		t.Fatalf("--json: %d\n%s\n%s", code, daemonJSON, fileJSON)
@@ -78,12 +78,12 @@ func TestPolicyDiffHistory(t *testing.T) {
 // could; the same policy on both sides changes nothing.
 func TestPolicyDiffWindowAndNoChange(t *testing.T) {
 	p := useGate(t)
-	recordCalls(t, p, readFile(t, seedBefore))
-	code, out, _ := run(t, "", "policy", "diff", seedBefore, seed, "--since", "2999-01-01")
+	recordCalls(t, p, readFile(t, articleBefore))
+	code, out, _ := run(t, "", "policy", "diff", articleBefore, protectedBranch, "--since", "2999-01-01")
 	if code != 0 || !strings.Contains(out, "0 calls replayed") {
 		t.Errorf("an empty window: exit %d\n%s", code, out)
 	}
-	code, out, _ = run(t, "", "policy", "diff", seed, seed, "--history")
+	code, out, _ = run(t, "", "policy", "diff", protectedBranch, protectedBranch, "--history")
 	if code != 0 || !strings.Contains(out, "rules: the same") || !strings.Contains(out, "5 calls replayed") || !strings.Contains(out, ": 0 change effect") {
 		t.Errorf("no change: exit %d\n%s", code, out)
 	}
@@ -92,27 +92,27 @@ func TestPolicyDiffWindowAndNoChange(t *testing.T) {
 // Without --history the documents alone decide: a rule that can loosen a
 // decision is exit 80; --limit and the arguments are checked.
 func TestPolicyDiffRules(t *testing.T) {
-	code, out, errOut := run(t, "", "policy", "diff", seedBefore, seed)
+	code, out, errOut := run(t, "", "policy", "diff", articleBefore, protectedBranch)
 	if code != exitLoosens || !strings.Contains(errOut, "rule allow-docs-search (loosens)") || !strings.Contains(out, `input.base: {"const":"main"} -> {"enum":["main","master"]}`) {
 		t.Errorf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	if code, _, _ := run(t, "", "policy", "diff", seed, seedBefore); code != exitLoosens { // the feature bases are allowed again
+	if code, _, _ := run(t, "", "policy", "diff", protectedBranch, articleBefore); code != exitLoosens { // the feature bases are allowed again
 		t.Errorf("the reverse: exit %d", code)
 	}
-	const seeds = "../../testdata/seed/policy.json" // the seed's document, without inline tests
-	strict := writeFile(t, "strict.json", strings.Replace(readFile(t, seeds), `"default": "ask"`, `"default": "deny"`, 1))
-	if code, out, _ := run(t, "", "policy", "diff", seeds, strict); code != 0 || !strings.Contains(out, "the default: ask -> deny  tightens") {
+	const articleDoc = "../../testdata/article/policy.json" // the design article's document, without inline tests
+	strict := writeFile(t, "strict.json", strings.Replace(readFile(t, articleDoc), `"default": "ask"`, `"default": "deny"`, 1))
+	if code, out, _ := run(t, "", "policy", "diff", articleDoc, strict); code != 0 || !strings.Contains(out, "the default: ask -> deny  tightens") {
 		t.Errorf("a stricter default: exit %d\n%s", code, out)
 	}
-	for _, args := range [][]string{{seed}, {seed, seed, "--limit", "-1"}, {seed, seed, "--since", "yesterday"}, {seed, seed, "--file", "x", "--ledger", "y"}} {
+	for _, args := range [][]string{{protectedBranch}, {protectedBranch, protectedBranch, "--limit", "-1"}, {protectedBranch, protectedBranch, "--since", "yesterday"}, {protectedBranch, protectedBranch, "--file", "x", "--ledger", "y"}} {
 		if code, _, _ := run(t, "", append([]string{"policy", "diff"}, args...)...); code != exitUsage {
 			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
 		}
 	}
-	if code, _, _ := run(t, "", "policy", "diff", seed, seed, "--file", filepath.Join(t.TempDir(), "none")); code != exitNoInput {
+	if code, _, _ := run(t, "", "policy", "diff", protectedBranch, protectedBranch, "--file", filepath.Join(t.TempDir(), "none")); code != exitNoInput {
 		t.Errorf("a missing export: exit %d", code)
 	}
-	if code, _, _ := run(t, "", "policy", "diff", seed, seed, "--file", seed); code != exitDataErr {
+	if code, _, _ := run(t, "", "policy", "diff", protectedBranch, protectedBranch, "--file", protectedBranch); code != exitDataErr {
 		t.Errorf("a file that is not an export: exit %d", code)
 	}
 }

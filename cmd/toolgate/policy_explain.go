@@ -20,7 +20,7 @@ rules, then ask, then allow, each in file order), whether it matched, and why:
 the verdict a live session would get.
 
 EXAMPLES
-   toolgate policy explain examples/policies/seed.json \
+   toolgate policy explain examples/policies/protected-branch.json \
      --call '{"name":"mcp__github__create_pull_request","input":{"base":"main"}}'
 
 EXIT STATUS

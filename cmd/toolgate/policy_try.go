@@ -24,7 +24,7 @@ then the rules decide. The call is a tool_use block
 from standard input. Relative paths in the input resolve against --cwd.
 
 EXAMPLES
-   toolgate policy test examples/policies/seed.json \
+   toolgate policy test examples/policies/protected-branch.json \
      --call '{"type":"tool_use","id":"toolu_01","name":"mcp__github__create_pull_request","input":{"base":"main"}}'
    echo '{"name":"Bash","input":{"command":"git status && rm -rf /"}}' |
      toolgate policy test policy.json --call - --json
