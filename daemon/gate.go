@@ -86,7 +86,12 @@ func (g *gate) hook(ctx context.Context, s *gateSession, raw []byte) (api.HookRe
 // Claude Code keeps only the last deferred call of a message (the others
 // vanish), so a session defers one call: another ask is denied
 // deferred_sibling, and the model may propose it again after the resume.
+// Deferrals are serialized: the hooks of a message's calls run at once,
+// and two that both found no call deferred would each get an approval
+// and "defer", while Claude Code resumes only one of them.
 func (g *gate) deferAsk(ctx context.Context, s *gateSession, c api.Call, v api.Verdict, claudeSession string) (api.HookResponse, error) {
+	g.sessions.deferMu.Lock()
+	defer g.sessions.deferMu.Unlock()
 	if waiting := g.sessions.deferredCall(s); waiting != "" && waiting != c.ToolUseID {
 		v, err := g.settleAsk(ctx, c.ToolUseID, denyByRule(api.ReasonDeferredSibling, v.RuleID))
 		return api.HookResponse{Verdict: &v}, err

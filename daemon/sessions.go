@@ -67,6 +67,7 @@ type sessions struct {
 	mu        sync.Mutex
 	byID      map[string]*gateSession
 	installMu sync.Mutex // serializes the registration of installed hooks' sessions
+	deferMu   sync.Mutex // serializes deferrals (gate.deferAsk): one call of a session defers
 }
 
 func newSessions(l *ledger.Ledger, guard policy.GuardPaths) *sessions {
@@ -278,8 +279,12 @@ func (ss *sessions) deferredCall(s *gateSession) string {
 
 // deferCall records that the session's run ends on this call's ask.
 func (ss *sessions) deferCall(ctx context.Context, s *gateSession, toolUseID, claudeSession string) error {
-	if _, err := ss.ledger.Defer(ctx, s.id, toolUseID, claudeSession); err != nil {
+	ok, err := ss.ledger.Defer(ctx, s.id, toolUseID, claudeSession)
+	if err != nil {
 		return err
+	}
+	if !ok {
+		return fmt.Errorf("session %s deferred another call than %s", s.id, toolUseID)
 	}
 	return ss.refresh(ctx, s)
 }

@@ -228,6 +228,44 @@ func TestDeferredApprovalRunsOnce(t *testing.T) {
 	}
 }
 
+// Two asks of one message, whose hooks Claude Code runs at once (Reads):
+// one defers and the other is denied deferred_sibling, so that the call
+// a person approves is the one Claude Code resumes, and it runs.
+func TestParallelAsksDeferOneCall(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.writeFile("a.txt", "ALPHA-CONTENT")
+	w.writeFile("b.txt", "BRAVO-CONTENT")
+	const askReads = `{"version": 1, "default": "allow", "rules": [
+	  {"id": "ask-reads", "effect": "ask", "tool": "Read", "reason_code": "needs_review"}]}`
+	r := w.run(runArgs{policy: askReads, toolgate: []string{"--on-ask", "defer"},
+		script: []modelscript.Step{step(w.readFile("toolu_ra", "a.txt"), w.readFile("toolu_rb", "b.txt")), {Text: "done"}}})
+	if r.code != 81 || r.report.Deferred == nil {
+		t.Fatalf("exit %d, deferred %+v; want 81 and one deferred call", r.code, r.report.Deferred)
+	}
+	deferred := r.report.Deferred.ToolUseID
+	sibling := map[string]string{"toolu_ra": "toolu_rb", "toolu_rb": "toolu_ra"}[deferred]
+	if c := r.call(t, sibling); c.Effect != api.EffectDeny || c.ReasonCode != api.ReasonDeferredSibling {
+		t.Errorf("the other call: %+v, want a deny %s", c, api.ReasonDeferredSibling)
+	}
+	if _, out := w.toolgate("pending"); strings.Count(out, "apr_") != 1 {
+		t.Errorf("pending approvals: %s, want the deferred call's alone", out)
+	}
+	if code, out := w.toolgate("approve", r.report.Deferred.ApprovalID); code != 0 {
+		t.Fatalf("approve: %d %s", code, out)
+	}
+	// The resumed run's report covers the whole session, the sibling's
+	// deny included: exit 77.
+	code, listed, model := w.resume([]modelscript.Step{{Text: "done"}})
+	if code != 77 || len(listed) != 1 || listed[0]["outcome"] != "resumed" {
+		t.Fatalf("resume: exit %d %v, want 77", code, listed)
+	}
+	content := map[string]string{"toolu_ra": "ALPHA-CONTENT", "toolu_rb": "BRAVO-CONTENT"}[deferred]
+	if res := model.ToolResults()[deferred]; !strings.Contains(res.Text, content) {
+		t.Errorf("the approved call %s did not run on the resume: %+v", deferred, res)
+	}
+}
+
 // A deferred call is the call in the directory it was proposed in. Claude
 // Code's resume proposes it again from the session's directory, not from
 // the one the model's cd had moved its Bash tool to, where the approved

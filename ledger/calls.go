@@ -66,10 +66,13 @@ func sumInput(toolName string, compacted []byte) string {
 // (the daemon died in between); fresh reports that it was. Otherwise the
 // call is left as it was: it was decided before (or ran), and the caller
 // answers from what is recorded. A known tool_use_id proposed with another
-// input is recorded in the audit and fails with a *ConflictError. An empty
-// verdict records the proposal alone. With writeBack, a terminal verdict's
-// write-back is recorded in the same transaction: one fsync per call.
-func (l *Ledger) Record(ctx context.Context, c api.Call, v api.Verdict, writeBack bool) (call api.Call, fresh bool, err error) {
+// input, or from another working directory, is recorded in the audit and
+// fails with a *ConflictError. An empty verdict records the proposal
+// alone. fromHook says a hook proposes it (PreToolUse, whose event always
+// names its directory): a terminal verdict's write-back is recorded in the
+// same transaction (one fsync per call), and only the very directory
+// recorded is the same call's.
+func (l *Ledger) Record(ctx context.Context, c api.Call, v api.Verdict, fromHook bool) (call api.Call, fresh bool, err error) {
 	if c.ToolUseID == "" || c.SessionID == "" || c.ToolName == "" {
 		return api.Call{}, false, fmt.Errorf("propose: tool_use_id, session_id and tool_name are required")
 	}
@@ -83,7 +86,7 @@ func (l *Ledger) Record(ctx context.Context, c api.Call, v api.Verdict, writeBac
 		fresh bool
 	}
 	o, err := write(ctx, l, func(t *tx) (out, error) {
-		stored, existed, err := propose(t, c, doc)
+		stored, existed, err := propose(t, c, doc, fromHook)
 		if err != nil {
 			return out{stored, false}, err
 		}
@@ -96,7 +99,7 @@ func (l *Ledger) Record(ctx context.Context, c api.Call, v api.Verdict, writeBac
 		if stored, err = setVerdict(t, stored, v); err != nil {
 			return out{}, err
 		}
-		if writeBack && v.Effect.Terminal() {
+		if fromHook && v.Effect.Terminal() {
 			if _, err := putWriteBack(t, api.WriteBackOf(c.ToolUseID, v)); err != nil {
 				return out{}, err
 			}
@@ -114,13 +117,15 @@ func (l *Ledger) Propose(ctx context.Context, c api.Call) (call api.Call, existe
 }
 
 // propose records a proposal inside a transaction, or finds it recorded;
-// doc is the proposal encoded (newProposal).
-func propose(t *tx, p api.Call, doc proposalJSON) (api.Call, bool, error) {
+// doc is the proposal encoded (newProposal). A hook's proposal (fromHook)
+// is the same call only in the very directory recorded; another's, which
+// may carry none, in any.
+func propose(t *tx, p api.Call, doc proposalJSON, fromHook bool) (api.Call, bool, error) {
 	c, found, err := getCall(t, p.ToolUseID)
 	if err != nil {
 		return api.Call{}, false, err
 	}
-	if found && c.InputSHA256 == doc.call.InputSHA256 && sameDir(c.Cwd, p.Cwd) {
+	if found && c.InputSHA256 == doc.call.InputSHA256 && (c.Cwd == p.Cwd || !fromHook && sameDir(c.Cwd, p.Cwd)) {
 		return c, true, nil
 	}
 	if found {
@@ -170,10 +175,10 @@ const proposedAtZero = `"proposed_at":"0001-01-01T00:00:00Z"`
 const inputNull = `"input":null`
 
 // sameDir reports whether a call proposed in directory b is the one
-// recorded in a: a relative path in its input names another file
-// elsewhere. Only the prompt tool proposes without a directory (Claude
-// Code sends none there), always after the hook proposed the call with
-// one.
+// recorded in a, when one of them may carry none: a relative path in its
+// input names another file elsewhere. The prompt tool proposes without a
+// directory (Claude Code sends none there), after the hook proposed the
+// call with one; a hook's event always has one.
 func sameDir(a, b string) bool { return a == b || a == "" || b == "" }
 
 // newProposal encodes the proposal of p, whose input must be JSON. The

@@ -97,13 +97,18 @@ func TestProposeInAnotherDirectoryIsAConflict(t *testing.T) {
 	if _, existed, err := l.Propose(ctx, again); err != nil || !existed {
 		t.Errorf("the same call without a directory: existed=%v %v", existed, err)
 	}
+	// A hook's event always names its directory: one without is another
+	// call's (a forged event's), as is one in another directory.
+	if _, _, err := l.Record(ctx, again, api.Verdict{}, true); !IsConflict(err) {
+		t.Errorf("a hook's proposal without the directory: %v, want a conflict", err)
+	}
 	again.Cwd = "/p/prod"
 	_, _, err := l.Propose(ctx, again)
 	var conflict *ConflictError
 	if !errors.As(err, &conflict) || conflict.Existing.Cwd != "/p/staging" {
 		t.Fatalf("the same input in another directory: %v", err)
 	}
-	if kinds := eventKinds(t, l); fmt.Sprint(kinds) != "[call_proposed call_conflict]" {
+	if kinds := eventKinds(t, l); fmt.Sprint(kinds) != "[call_proposed call_conflict call_conflict]" {
 		t.Errorf("audit: %v", kinds)
 	}
 }

@@ -74,7 +74,7 @@ func recordOutcome(t *tx, sessionID string, o api.Outcome) (OutcomeResult, error
 		if err != nil {
 			return r, &store.Error{Err: err}
 		}
-		if c, _, err = propose(t, p, doc); err != nil {
+		if c, _, err = propose(t, p, doc, false); err != nil {
 			return r, err
 		}
 		r.Undecided = true
