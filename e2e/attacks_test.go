@@ -244,7 +244,8 @@ func TestAttackOutliveTheSupervisor(t *testing.T) {
 
 // Attack 3: the model forges a click on toolgate's desktop notification:
 // it watches the bus for the notification toolgate posts (dbus-monitor
-// shows its action keys), then emits ActionInvoked itself with dbus-send,
+// shows its action keys; the attack waits until it has seen them), then
+// emits ActionInvoked itself with dbus-send,
 // for every notification id, with the keys it saw and with the old
 // approve:ID form.
 func TestAttackForgeADesktopClick(t *testing.T) {
@@ -256,7 +257,7 @@ func TestAttackForgeADesktopClick(t *testing.T) {
 	notifyLog := w.startNotify(t, bus)
 	log, seen := filepath.Join(w.root, "attack.log"), filepath.Join(w.root, "bus.log")
 	script := `dbus-monitor --session "interface=org.freedesktop.Notifications" > ` + seen + ` 2>&1 &
-` + waitForPending + `sleep 1
+` + waitForPending + waitFor(seen, `string "toolgate-`) + `
 keys=$(grep -o 'string "toolgate-[0-9a-f]*"' ` + seen + ` | cut -d '"' -f 2)
 for n in 1 2 3 4 5; do
   for key in $keys "approve:$id"; do
