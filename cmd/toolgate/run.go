@@ -49,14 +49,15 @@ daemon answering is the one it trusts: a daemon replaced or gone makes every
 call deny gate_unavailable, stops claude, and exits 69.
 
 Each call reaches the gate through Claude Code's PreToolUse hook. With
---hook-transport http it is an http hook to run's own loopback listener, the
-one that serves the permission-prompt tool, behind the same token: run answers
-every hook request with a verdict, denying gate_unavailable itself when the
-daemon does not answer within 10 s, and reads which calls ran and what the
-model saw from claude's transcript; a call that ran without reaching the gate
-stops the session (exit 69). --hook-transport command spawns toolgate-hook for
-every event instead, as installed sessions do (slower: Claude Code starts a
-process for each of four events a call). auto, the default, is http, except
+--hook-transport http it is an http hook to run's own loopback listener,
+behind a random token: run answers every hook request with a verdict, denying
+gate_unavailable itself when the daemon does not answer within 10 s, holds an
+ask's request until a person decides or the approval expires, and reads which
+calls ran and what the model saw from claude's transcript; a call that ran
+without reaching the gate stops the session (exit 69). --hook-transport
+command spawns toolgate-hook for every event instead, as installed sessions do
+(slower: Claude Code starts a process for each of four events a call), and
+an ask goes to run's permission-prompt MCP tool. auto, the default, is http, except
 where Claude Code's sandbox is on (a settings file that enables it): the sandbox sends http hooks through its proxy, which refuses
 them, so there it is command, and http is refused. The same with a Claude Code
 older than 2.1.332, whose transcript does not say which calls ran.
