@@ -125,7 +125,7 @@ func propose(t *tx, p api.Call, doc proposalJSON, fromHook bool) (api.Call, bool
 	if err != nil {
 		return api.Call{}, false, err
 	}
-	if found && c.InputSHA256 == doc.call.InputSHA256 && (c.Cwd == p.Cwd || !fromHook && sameDir(c.Cwd, p.Cwd)) {
+	if found && c.InputSHA256 == doc.call.InputSHA256 && sameDir(c.Cwd, p.Cwd, fromHook) {
 		return c, true, nil
 	}
 	if found {
@@ -174,12 +174,15 @@ const proposedAtZero = `"proposed_at":"0001-01-01T00:00:00Z"`
 // (TestProposalCutsAfterStrings holds api.Call to that).
 const inputNull = `"input":null`
 
-// sameDir reports whether a call proposed in directory b is the one
-// recorded in a, when one of them may carry none: a relative path in its
-// input names another file elsewhere. The prompt tool proposes without a
-// directory (Claude Code sends none there), after the hook proposed the
-// call with one; a hook's event always has one.
-func sameDir(a, b string) bool { return a == b || a == "" || b == "" }
+// sameDir reports whether a call proposed in directory proposed is the
+// one recorded in recorded: a relative path in its input names another
+// file elsewhere. A hook's event always names its directory, and only
+// that very one is the call's; the prompt tool proposes without one
+// (Claude Code sends none there), after the hook proposed the call, and
+// what carries none matches any.
+func sameDir(recorded, proposed string, fromHook bool) bool {
+	return recorded == proposed || !fromHook && (recorded == "" || proposed == "")
+}
 
 // newProposal encodes the proposal of p, whose input must be JSON. The
 // input is compacted once, for its hash and for the document: json.Marshal

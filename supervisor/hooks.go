@@ -162,9 +162,7 @@ func (h *hookServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // away is started again and asked about the same approval; when it cannot
 // be, the call is denied gate_unavailable.
 func (h *hookServer) await(ctx context.Context, raw []byte, v api.Verdict) api.Verdict {
-	ev := gjson.ParseBytes(raw)
-	req := api.PromptRequest{ToolUseID: ev.Get("tool_use_id").Str, ToolName: ev.Get("tool_name").Str,
-		Input: json.RawMessage(ev.Get("tool_input").Raw)}
+	req := proposalOf(raw)
 	if v.ApprovalID == "" {
 		v = h.localDeny(raw, errors.New("the daemon asked without an approval"))
 		h.r.saw(req, v)
@@ -222,11 +220,17 @@ func (h *hookServer) decideBy(ctx context.Context, raw []byte) (api.Verdict, boo
 		d = decision{v: h.localDeny(raw, fmt.Errorf("no verdict within %s", h.deadline)), asked: true}
 	}
 	if d.asked {
-		ev := gjson.ParseBytes(raw)
-		h.r.saw(api.PromptRequest{ToolUseID: ev.Get("tool_use_id").Str, ToolName: ev.Get("tool_name").Str,
-			Input: json.RawMessage(ev.Get("tool_input").Raw)}, d.v)
+		h.r.saw(proposalOf(raw), d.v)
 	}
 	return d.v, d.deferred
+}
+
+// proposalOf is the call a PreToolUse event proposes, as run keeps what it
+// answered for it (runner.saw).
+func proposalOf(raw []byte) api.PromptRequest {
+	ev := gjson.ParseBytes(raw)
+	return api.PromptRequest{ToolUseID: ev.Get("tool_use_id").Str, ToolName: ev.Get("tool_name").Str,
+		Input: json.RawMessage(ev.Get("tool_input").Raw)}
 }
 
 // decision is a verdict of the endpoint's: deferred says the daemon
