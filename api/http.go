@@ -75,27 +75,36 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 
 // conn is a kept connection, verified again, or a new one.
 func (c *Client) conn(ctx context.Context) (*conn, bool, error) {
-	for c.KeepAlive {
-		c.mu.Lock()
-		n := len(c.idle)
-		if n == 0 {
-			c.mu.Unlock()
-			break
-		}
-		cc := c.idle[n-1]
-		c.idle = c.idle[:n-1]
-		c.mu.Unlock()
-		if c.VerifyPeer != nil && c.VerifyPeer(cc.peer) != nil {
-			// Kept from a daemon no longer trusted (restarted, say): a new
-			// connection is verified afresh.
-			cc.Close()
-			c.closeIdle()
-			break
-		}
+	if cc := c.kept(); cc != nil {
 		return cc, true, nil
 	}
 	cc, err := c.dial(ctx)
 	return cc, false, err
+}
+
+// kept is the newest idle connection, or nil: none is kept, or the daemon
+// behind them is no longer trusted.
+func (c *Client) kept() *conn {
+	if !c.KeepAlive {
+		return nil
+	}
+	c.mu.Lock()
+	n := len(c.idle)
+	if n == 0 {
+		c.mu.Unlock()
+		return nil
+	}
+	cc := c.idle[n-1]
+	c.idle = c.idle[:n-1]
+	c.mu.Unlock()
+	if c.VerifyPeer != nil && c.VerifyPeer(cc.peer) != nil {
+		// Kept from a daemon no longer trusted (restarted, say): a new
+		// connection is verified afresh.
+		cc.Close()
+		c.closeIdle()
+		return nil
+	}
+	return cc
 }
 
 // dial connects to the socket and verifies the peer.

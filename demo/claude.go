@@ -35,7 +35,7 @@ func FindClaude(ctx context.Context, version string, progress io.Writer) (string
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
-		return "", fmt.Errorf("Claude Code %s is not installed and npm is not there to install it\n"+
+		return "", fmt.Errorf("the pinned Claude Code %s is not installed and npm is not there to install it\n"+
 			"Try: install Node.js 18 or newer with npm (Debian: apt-get install nodejs npm), or set TOOLGATE_CLAUDE to a claude executable", version)
 	}
 	fmt.Fprintf(progress, "toolgate: installing Claude Code %s with npm into %s (about 400 MB, once)…\n", version, dir)

@@ -46,7 +46,7 @@ func TestClaudeCodeHTTPHookFailures(t *testing.T) {
 	}{
 		{"200 with a deny", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, deny) }, false},
 		{"500 with a deny", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500); io.WriteString(w, deny) }, true},
-		{"403 as a proxy refuses", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "forbidden", 403) }, true},
+		{"403 as a proxy refuses", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "forbidden", http.StatusForbidden) }, true},
 		{"200, not JSON", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "deny") }, true},
 		{"200, empty", func(w http.ResponseWriter, r *http.Request) {}, true},
 		{"no answer before the timeout", func(w http.ResponseWriter, r *http.Request) { <-release }, true},

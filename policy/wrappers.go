@@ -237,7 +237,7 @@ func (w wrapper) unknownShort(s string) bool {
 	for _, u := range w.unknownOpts {
 		if len(u) == 2 && u[0] == '-' && u[1] != '-' && strings.IndexByte(s[1:], u[1]) >= 0 {
 			// The letter counts only before a letter that takes a value.
-			if i := strings.IndexByte(s[1:], u[1]); strings.IndexAny(s[1:1+i], w.valueOpts) < 0 {
+			if i := strings.IndexByte(s[1:], u[1]); !strings.ContainsAny(s[1:1+i], w.valueOpts) {
 				return true
 			}
 		}

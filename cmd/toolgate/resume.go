@@ -162,7 +162,7 @@ func inProject(deferred []api.DeferredSession, dir string) ([]api.DeferredSessio
 // resumeOne runs one deferred session on, as toolgate run would.
 func resumeOne(cliCtx *cli.Context, d api.DeferredSession) (supervisor.Report, error) {
 	if d.Session.ClaudeSessionID == "" {
-		return supervisor.Report{}, errors.New("Claude Code's session id was never recorded, so claude cannot resume it")
+		return supervisor.Report{}, errors.New("the session id Claude Code gave it was never recorded, so claude cannot resume it")
 	}
 	self, err := os.Executable()
 	if err != nil {
