@@ -1,6 +1,6 @@
 // Package api is toolgate's one vocabulary, and the protocol between its
 // daemon (toolgate serve) and everything that talks to it: the hook
-// binary, the permission-prompt tool, toolgate run and the CLI.
+// binary, toolgate run, the prompt tool and the CLI.
 //
 // It holds the words every package shares: effects, reason codes, sources,
 // approval statuses and Claude Code's hook event names (vocab.go); the
@@ -8,14 +8,13 @@
 // the CLI prints (documents.go: Call and its Verdict, and the approval flow's
 // approval record, decision and write-back, whose JSON Schemas schema.go
 // embeds with the permission result's); the model's deny message
-// (message.go); the spool file's line; the
-// paths of a daemon; the wire types, routes and protocol version; the one
-// client; and Follow, the approvers' view of what waits for a person.
+// (message.go); and the wire types, routes and protocol version. It holds
+// types and the functions of their values only: the one client of this
+// protocol is package client, the files and directories the daemon and its
+// clients meet at are package paths, and the spool file is package spool.
 //
-// It is the leaf of the house: it imports the standard library only, and
-// not net/http: the daemon serves with net/http, but the client speaks
-// HTTP/1.1 itself (http.go), so that the hook binary, spawned for every
-// tool call, starts without net/http's and crypto/tls's initialisation.
+// It is the leaf of the house: it imports the standard library only, so
+// that every package, the hook binary's among them, may import it.
 //
 // # Transport
 //
@@ -24,8 +23,9 @@
 // caller's uid and pid with SO_PEERCRED and refuses other uids and any
 // request that carries an Origin or Referer header (a browser). The daemon
 // records its runtime directory beside its ledger (daemon.json), and
-// clients go there whatever their own environment names (Paths.Live,
-// live.go): a cron job and a desktop session reach the same daemon.
+// clients go there whatever their own environment names
+// (paths.Paths.Live): a cron job and a desktop session reach the same
+// daemon.
 //
 // Every request and response carries the header Toolgate-Protocol with
 // ProtocolVersion; a request with another version is refused with code

@@ -1,5 +1,7 @@
 package api
 
+import "time"
+
 // Effect is what a verdict lets happen to a tool call.
 type Effect string
 
@@ -93,3 +95,14 @@ const (
 	PermissionRequest  = "PermissionRequest"
 	SessionEnd         = "SessionEnd"
 )
+
+// DefaultApprovalTimeout is how long an ask of a toolgate run session waits
+// for a person when neither the run nor the rule says otherwise.
+const DefaultApprovalTimeout = 15 * time.Minute
+
+// DefaultInstalledApprovalTimeout is how long a PermissionRequest of a
+// session gated by toolgate install's hook waits for a person when the
+// installed hook does not say otherwise. A rule's approval_timeout may
+// shorten it, never lengthen it: Claude Code kills the hook at its own
+// timeout, which install derives from this one.
+const DefaultInstalledApprovalTimeout = 5 * time.Minute

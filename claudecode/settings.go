@@ -9,8 +9,8 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
-	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/internal/clip"
+	"github.com/toolgate/toolgate/paths"
 )
 
 // MaxSettingsFile bounds a settings file toolgate reads: Claude Code's
@@ -110,7 +110,7 @@ func SandboxSettingsFiles(cwd, claudeDir string) []string {
 // (observed on 2.1.332: HTTP 403), and a refused hook is no verdict.
 func SandboxEnabled(args []string, cwd, claudeDir string) (bool, string) {
 	for _, f := range SandboxSettingsFiles(cwd, claudeDir) {
-		data, err := api.ReadRegular(f, MaxSettingsFile) // a FIFO there (the model's code can make one) would hold run's start
+		data, err := paths.ReadRegular(f, MaxSettingsFile) // a FIFO there (the model's code can make one) would hold run's start
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

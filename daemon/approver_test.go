@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 )
 
 // stranger is a live process that is not this test's ancestor: it stands
@@ -25,7 +26,7 @@ func stranger(t *testing.T) int {
 	return cmd.Process.Pid
 }
 
-func registerAs(t *testing.T, c *api.Client, supervisorPID int, timeout time.Duration, onAsk string) string {
+func registerAs(t *testing.T, c *client.Client, supervisorPID int, timeout time.Duration, onAsk string) string {
 	t.Helper()
 	s, err := c.Register(ctx, api.RegisterRequest{Policy: json.RawMessage(`{"version":1,"default":"ask","rules":[
 		{"id":"ask-push","effect":"ask","tool":"Bash","input":{"command":{"command":[["git","push"]]}},"reason_code":"publishes"}]}`),
@@ -36,7 +37,7 @@ func registerAs(t *testing.T, c *api.Client, supervisorPID int, timeout time.Dur
 	return s.ID
 }
 
-func askFor(t *testing.T, c *api.Client, sid, id, command string) api.Verdict {
+func askFor(t *testing.T, c *client.Client, sid, id, command string) api.Verdict {
 	t.Helper()
 	input := json.RawMessage(`{"command":"` + command + `"}`)
 	if _, err := c.Hook(ctx, api.HookRequest{SessionID: sid, Event: pre(id, "Bash", string(input))}); err != nil {
@@ -52,7 +53,7 @@ func askFor(t *testing.T, c *api.Client, sid, id, command string) api.Verdict {
 func TestApproveAndDeny(t *testing.T) {
 	p := testPaths(t)
 	c := startDaemonInProcess(t, p)
-	approver := api.NewClient(p.ApproveSocket())
+	approver := client.NewClient(p.ApproveSocket())
 	sid := registerAs(t, c, stranger(t), time.Hour, "wait")
 	watch, err := approver.Watch(ctx)
 	if err != nil {
@@ -120,7 +121,7 @@ func TestApproveAndDeny(t *testing.T) {
 func TestExpiryDeniesAndLateApproveIsRefused(t *testing.T) {
 	p := testPaths(t)
 	c := startDaemonInProcess(t, p)
-	approver := api.NewClient(p.ApproveSocket())
+	approver := client.NewClient(p.ApproveSocket())
 	sid := registerAs(t, c, stranger(t), 300*time.Millisecond, "wait")
 	v := askFor(t, c, sid, "t1", "git push")
 	got, err := c.Wait(ctx, v.ApprovalID) // the daemon's timer decides: nobody answers
@@ -136,7 +137,7 @@ func TestExpiryDeniesAndLateApproveIsRefused(t *testing.T) {
 func TestSelfApprovalIsRefused(t *testing.T) {
 	p := testPaths(t)
 	c := startDaemonInProcess(t, p)
-	approver := api.NewClient(p.ApproveSocket())
+	approver := client.NewClient(p.ApproveSocket())
 	// This test process is the session's supervisor: it, and anything it
 	// starts, is inside the session.
 	sid := registerAs(t, c, os.Getpid(), time.Hour, "wait")
@@ -150,7 +151,7 @@ func TestSelfApprovalIsRefused(t *testing.T) {
 	if !strings.Contains(string(out), "self_approval") {
 		t.Errorf("a descendant got %s", out)
 	}
-	d, _ := api.NewClient(p.ApproveSocket()).Approval(ctx, v.ApprovalID)
+	d, _ := client.NewClient(p.ApproveSocket()).Approval(ctx, v.ApprovalID)
 	if d.Approval.Status != "pending" {
 		t.Errorf("the approval changed: %+v", d.Approval)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 )
 
 // BenchmarkHookSpawn measures what a gated tool call costs Claude Code:
@@ -122,8 +123,8 @@ func BenchmarkDaemonRSS(b *testing.B) {
 		if err := serve.Start(); err != nil {
 			b.Fatal(err)
 		}
-		c := api.NewClient(p.Socket())
-		for !daemonAnswers(ctx, c) {
+		c := client.NewClient(p.Socket())
+		for _, err := c.Status(ctx); err != nil; _, err = c.Status(ctx) {
 			time.Sleep(20 * time.Millisecond) // the daemon is starting
 		}
 		s, err := c.Register(ctx, api.RegisterRequest{Policy: json.RawMessage(testPolicy), PolicyName: "p", SupervisorPID: os.Getpid()})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 )
 
 // curl sends a request from another process (curl), as a process of the
@@ -58,7 +59,7 @@ func TestOnlyTheOwnerEndsItsSession(t *testing.T) {
 		t.Errorf("the owner's end: %+v %v", s, err)
 	}
 	var buf strings.Builder
-	if err := api.NewClient(p.ApproveSocket()).ExportAudit(ctx, &buf); err != nil {
+	if err := client.NewClient(p.ApproveSocket()).ExportAudit(ctx, &buf); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(buf.String(), `"kind":"incident"`); n != 2 || !strings.Contains(buf.String(), `"what":"not_owner"`) {
@@ -105,7 +106,7 @@ func TestAbandonedSessionEnds(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling what the daemon records
 	}
-	d, err := api.NewClient(p.ApproveSocket()).Approval(ctx, v.ApprovalID)
+	d, err := client.NewClient(p.ApproveSocket()).Approval(ctx, v.ApprovalID)
 	if err != nil || d.Approval.Status != api.StatusExpired {
 		t.Errorf("the abandoned session's approval: %+v %v", d.Approval, err)
 	}

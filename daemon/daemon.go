@@ -20,13 +20,14 @@ import (
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/fleet"
 	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/paths"
 	"github.com/toolgate/toolgate/policy"
 	"golang.org/x/sys/unix"
 )
 
 // Config configures a daemon.
 type Config struct {
-	Paths    api.Paths
+	Paths    paths.Paths
 	Logger   *slog.Logger
 	Version  string
 	IdleExit time.Duration // exit after this long with no session and no request; never when 0
@@ -70,10 +71,10 @@ func Serve(ctx context.Context, cfg Config) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := makeRuntimeDir(cfg.Paths); err != nil {
+	if err := cfg.Paths.MakeRuntimeDir(); err != nil {
 		return err
 	}
-	lock, err := lockFile(cfg.Paths.DaemonLock(), false)
+	lock, err := paths.Lock(cfg.Paths.DaemonLock(), false)
 	if errors.Is(err, unix.EWOULDBLOCK) {
 		return ErrRunning
 	}
@@ -81,7 +82,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("daemon lock: %w", err)
 	}
 	defer lock.Close()
-	if err := stateDir(cfg.Paths); err != nil {
+	if err := cfg.Paths.MakeStateDir(); err != nil {
 		return err
 	}
 	go policy.Prepare() // while the ledger opens
@@ -130,7 +131,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		log.Error("load the active sessions", "err", err)
 	}
 	d.ingestSpools(ctx)
-	api.ClearStopNotes(cfg.Paths) // what the last daemon left: this one serves
+	paths.ClearStopNotes(cfg.Paths) // what the last daemon left: this one serves
 	if err := d.serve(ctx, gateLn, approveLn, vitals); err != nil {
 		return err
 	}

@@ -16,13 +16,15 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
+	"github.com/toolgate/toolgate/paths"
 )
 
 var ctx = context.Background()
 
 // errorCode is the daemon's error code of err, or "".
 func errorCode(err error) string {
-	var se *api.StatusError
+	var se *client.StatusError
 	if errors.As(err, &se) {
 		return se.Err.Code
 	}
@@ -30,19 +32,19 @@ func errorCode(err error) string {
 }
 
 // testPaths are short paths for one daemon (socket paths are limited).
-func testPaths(t testing.TB) api.Paths {
+func testPaths(t testing.TB) paths.Paths {
 	t.Helper()
 	rt, err := os.MkdirTemp("", "tgd")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(rt) })
-	return api.Paths{RuntimeDir: filepath.Join(rt, "toolgate"), StateDir: filepath.Join(t.TempDir(), "state")}
+	return paths.Paths{RuntimeDir: filepath.Join(rt, "toolgate"), StateDir: filepath.Join(t.TempDir(), "state")}
 }
 
 // startDaemonInProcess runs a real daemon on real sockets and a real
 // ledger until the test ends.
-func startDaemonInProcess(t testing.TB, p api.Paths) *api.Client {
+func startDaemonInProcess(t testing.TB, p paths.Paths) *client.Client {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r, w, _ := os.Pipe()
@@ -58,14 +60,14 @@ func startDaemonInProcess(t testing.TB, p api.Paths) *api.Client {
 			t.Errorf("daemon: %v", err)
 		}
 	})
-	return api.NewClient(p.Socket())
+	return client.NewClient(p.Socket())
 }
 
 const testPolicy = `{"version": 2, "default": "ask", "rules": [
   {"id": "deny-rm", "effect": "deny", "tool": "Bash", "input": {"command": {"command": [["rm"]]}}, "reason_code": "destructive"},
   {"id": "allow-ls", "effect": "allow", "tool": "Bash", "input": {"command": {"command": [["ls"]]}}}]}`
 
-func register(t testing.TB, c *api.Client) string {
+func register(t testing.TB, c *client.Client) string {
 	t.Helper()
 	s, err := c.Register(ctx, api.RegisterRequest{Policy: json.RawMessage(testPolicy), PolicyName: "p.json",
 		Cwd: "/project", SupervisorPID: os.Getpid(),
@@ -178,7 +180,7 @@ func TestSessionsSurviveARestart(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- Serve(ctx1, Config{Paths: p, Ready: w}) }()
 	r.Read(make([]byte, 6))
-	sid := register(t, api.NewClient(p.Socket()))
+	sid := register(t, client.NewClient(p.Socket()))
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -273,7 +275,7 @@ func TestRefusesOtherUsers(t *testing.T) {
 // stays; the next daemon replaces it because the lock is free.
 func TestStaleSocketIsReplaced(t *testing.T) {
 	p := testPaths(t)
-	if err := makeRuntimeDir(p); err != nil {
+	if err := p.MakeRuntimeDir(); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("unix", p.Socket())
@@ -290,7 +292,7 @@ func TestStaleSocketIsReplaced(t *testing.T) {
 
 func TestSocketPathThatIsNotASocket(t *testing.T) {
 	p := testPaths(t)
-	makeRuntimeDir(p)
+	p.MakeRuntimeDir()
 	os.WriteFile(p.Socket(), []byte("not a socket"), 0o600)
 	err := Serve(ctx, Config{Paths: p})
 	if err == nil || !strings.Contains(err.Error(), "is not a socket") {

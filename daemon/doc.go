@@ -15,7 +15,7 @@
 // in Claude Code's settings register themselves on their first event.
 //
 // It writes a record beside the ledger naming its runtime directory, so
-// that clients whose environment names another find it (api.Paths.Live),
+// that clients whose environment names another find it (paths.Paths.Live),
 // and removes it when it stops. A stop (SIGTERM) ends the waits for a
 // person at once: their approvals stay pending for the next daemon.
 //

@@ -8,8 +8,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/paths"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,7 +21,7 @@ import (
 // daemon that waited on it would outlive everything it served. So the
 // daemon looks every healthInterval, and once one of them is lost it
 // stops taking calls (each caller denies gate_unavailable), logs why,
-// leaves a stop note (api.StopNote) for toolgate run and daemon status,
+// leaves a stop note (paths.StopNote) for toolgate run and daemon status,
 // and exits within stopBound of the loss.
 
 // healthInterval is how often the daemon looks at its ledger's directory
@@ -63,7 +63,7 @@ type vitals struct {
 	fullSince             time.Time // zero while there is room
 }
 
-func newVitals(p api.Paths) (*vitals, error) {
+func newVitals(p paths.Paths) (*vitals, error) {
 	v := &vitals{ledgerDir: p.LedgerDir(), runtimeDir: p.RuntimeDir, minFree: ledger.DefaultMinFree}
 	var err error
 	if v.ledger, err = statID(v.ledgerDir); err != nil {
@@ -132,8 +132,8 @@ func (d *Daemon) watchHealth(ctx context.Context, v *vitals, stop context.Cancel
 		}
 		d.broken.Store(err.Error())
 		d.log.Error("the daemon can no longer serve: stopping; every call is denied gate_unavailable until a daemon runs again", "why", err)
-		note := api.StopNote{PID: os.Getpid(), Ledger: v.ledgerDir, Reason: err.Error(), At: time.Now().UTC()}
-		if api.WriteStopNote(d.cfg.Paths, note) == 0 {
+		note := paths.StopNote{PID: os.Getpid(), Ledger: v.ledgerDir, Reason: err.Error(), At: time.Now().UTC()}
+		if paths.WriteStopNote(d.cfg.Paths, note) == 0 {
 			d.log.Warn("no stop note could be written: toolgate run and daemon status will not know why the daemon stopped")
 		}
 		stop()

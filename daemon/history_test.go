@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 )
 
 // GET /v1/history on approve.sock streams the recorded calls of a window,
@@ -31,7 +32,7 @@ func TestHistoryRoute(t *testing.T) {
 	if _, err := c.Hook(ctx, api.HookRequest{SessionID: s.ID, Event: pre("toolu_h1", "mcp__gh__pr", `{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	approver := api.NewClient(p.ApproveSocket())
+	approver := client.NewClient(p.ApproveSocket())
 	var items []api.HistoryItem
 	if err := approver.History(ctx, time.Time{}, time.Time{}, func(i api.HistoryItem) error { items = append(items, i); return nil }); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/internal/proc"
 	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/paths"
 	"github.com/toolgate/toolgate/policy"
 )
 
@@ -68,7 +69,7 @@ func (ss *sessions) installed(ctx context.Context, raw []byte, in api.InstalledH
 	case !errors.Is(err, errUnknownSession):
 		return nil, err
 	}
-	doc, err := api.ReadRegular(in.PolicyPath, maxRequest)
+	doc, err := paths.ReadRegular(in.PolicyPath, maxRequest)
 	if err != nil {
 		return nil, fmt.Errorf("read the policy of toolgate install's hook: %w", err)
 	}
@@ -81,7 +82,7 @@ func (ss *sessions) installed(ctx context.Context, raw []byte, in api.InstalledH
 // reopen records the claude of a resumed session and that it runs again,
 // under the policy its hook names now.
 func (ss *sessions) reopen(ctx context.Context, s *gateSession, claude int, in api.InstalledHook, cwd string) (*gateSession, error) {
-	doc, err := api.ReadRegular(in.PolicyPath, maxRequest)
+	doc, err := paths.ReadRegular(in.PolicyPath, maxRequest)
 	if err != nil {
 		return nil, fmt.Errorf("read the policy of toolgate install's hook: %w", err)
 	}
@@ -141,7 +142,7 @@ func claudeRuns(pid int, session string) bool {
 	if config == "" && home != "" {
 		config = filepath.Join(home, ".claude")
 	}
-	data, err := api.ReadRegular(filepath.Join(config, "sessions", strconv.Itoa(pid)+".json"), 1<<20)
+	data, err := paths.ReadRegular(filepath.Join(config, "sessions", strconv.Itoa(pid)+".json"), 1<<20)
 	return err == nil && gjson.GetBytes(data, "sessionId").String() == session
 }
 

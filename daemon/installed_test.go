@@ -17,6 +17,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/internal/proc"
 )
 
@@ -94,7 +95,7 @@ func TestInstalledPermissionRequest(t *testing.T) {
 	c := startDaemonInProcess(t, p)
 	hook := buildHook(t)
 	policy := writePolicy(t)
-	approver := api.NewClient(p.ApproveSocket())
+	approver := client.NewClient(p.ApproveSocket())
 	run := func(event []byte) *exec.Cmd {
 		cmd := exec.Command("sh", "-c", `CLAUDE_PID=$$ "$0" --policy "$1" --approval-timeout 1m`, hook, policy)
 		cmd.Stdin = bytes.NewReader(event)
@@ -178,7 +179,7 @@ func TestInstalledPermissionRequest(t *testing.T) {
 	}
 }
 
-func waitPending(t *testing.T, c *api.Client, n int) []api.ApprovalDetail {
+func waitPending(t *testing.T, c *client.Client, n int) []api.ApprovalDetail {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -315,7 +316,7 @@ func TestInstalledPolicyThatIsNotAFile(t *testing.T) {
 		_, err := c.Hook(hctx, api.HookRequest{Event: installedEvent(sid, "PreToolUse", "Bash", `{"command":"ls"}`, "t-"+sid),
 			Installed: &api.InstalledHook{PolicyPath: path, ApprovalTimeout: api.Duration(time.Minute)}})
 		cancel()
-		if err == nil || api.IsUnavailable(err) {
+		if err == nil || client.IsUnavailable(err) {
 			t.Errorf("an installed hook naming %s as its policy: %v, want the daemon's refusal", path, err)
 		}
 		hctx, cancel = context.WithTimeout(ctx, 5*time.Second)

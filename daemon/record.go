@@ -6,14 +6,14 @@ import (
 	"os"
 	"time"
 
-	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/paths"
 )
 
 // writeRecord leaves the record that lets every client of the ledger find
 // this daemon, whatever runtime directory its environment names (see
-// api.Paths.Live). It is replaced whole, 0600, and removed at exit.
-func writeRecord(p api.Paths) (remove func(), err error) {
-	rec := api.DaemonRecord{PID: os.Getpid(), RuntimeDir: p.RuntimeDir, Started: time.Now().UTC()}
+// paths.Paths.Live). It is replaced whole, 0600, and removed at exit.
+func writeRecord(p paths.Paths) (remove func(), err error) {
+	rec := paths.DaemonRecord{PID: os.Getpid(), RuntimeDir: p.RuntimeDir, Started: time.Now().UTC()}
 	data, _ := json.Marshal(rec)
 	tmp, err := os.CreateTemp(p.LedgerDir(), ".daemon-*.json") // CreateTemp makes it 0600
 	if err != nil {
@@ -40,7 +40,7 @@ func writeRecord(p api.Paths) (remove func(), err error) {
 
 // heldBy says which daemon holds a ledger this one could not open, from its
 // record, so that the person knows where it is.
-func heldBy(p api.Paths) string {
+func heldBy(p paths.Paths) string {
 	rec, err := p.ReadDaemonRecord()
 	if err != nil {
 		return ""

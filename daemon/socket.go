@@ -7,38 +7,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/toolgate/toolgate/api"
 	"golang.org/x/sys/unix"
 )
-
-func ownerUID(info fs.FileInfo) (int, bool) {
-	st, ok := info.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, false
-	}
-	return int(st.Uid), true
-}
-
-// lockFile takes an exclusive flock on path, waiting when wait is set. The
-// lock lives as long as the returned file is open (or the process).
-func lockFile(path string, wait bool) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	how := unix.LOCK_EX
-	if !wait {
-		how |= unix.LOCK_NB
-	}
-	if err := unix.Flock(int(f.Fd()), how); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
 
 // bindSocket listens on the gate socket. The caller holds the daemon
 // lock: the lock, not a dial test, says that a socket file left behind is

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/ledger"
+	"github.com/toolgate/toolgate/spool"
 )
 
 // ingestSpools ingests every session's spool file, at start: a file is
@@ -35,7 +36,7 @@ func (d *Daemon) ingestSpools(ctx context.Context) {
 // is left as it is.
 func (d *Daemon) ingestSpool(ctx context.Context, session string, remove bool) {
 	file := d.cfg.Paths.SpoolFile(session)
-	lines, err := api.ReadSpool(file)
+	lines, err := spool.Read(file)
 	if err != nil {
 		d.log.Error("read a spool file", "file", file, "err", err)
 		return

@@ -22,7 +22,9 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/modelscript"
+	"github.com/toolgate/toolgate/paths"
 	"github.com/toolgate/toolgate/supervisor"
 )
 
@@ -33,7 +35,7 @@ var demoPolicy []byte
 type Config struct {
 	Self        string // the toolgate executable
 	Claude      string // the claude executable
-	Paths       api.Paths
+	Paths       paths.Paths
 	AutoApprove time.Duration // approve the ask after this long; wait for a person when 0
 	Keep        bool          // keep the scratch project
 	Env         []string
@@ -129,7 +131,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := json.Unmarshal(data, &rep); err != nil {
 		return res, err
 	}
-	res.Calls, err = api.NewClient(cfg.Paths.Socket()).SessionCalls(ctx, rep.SessionID)
+	res.Calls, err = client.NewClient(cfg.Paths.Socket()).SessionCalls(ctx, rep.SessionID)
 	if err != nil {
 		return res, fmt.Errorf("read the session's audit: %w", err)
 	}
@@ -169,8 +171,8 @@ func demoEnv(cfg Config, modelURL, home string) []string {
 // itself after AutoApprove when asked to. It is not part of the session
 // (it is the parent of toolgate run), so the daemon accepts its decision.
 func approver(ctx context.Context, cfg Config, askID string) {
-	client := api.NewClient(cfg.Paths.ApproveSocket())
-	api.Follow(ctx, client, func(c api.Change) {
+	gate := client.NewClient(cfg.Paths.ApproveSocket())
+	client.Follow(ctx, gate, func(c client.Change) {
 		for _, d := range c.Added {
 			if d.Approval.ToolUseID != askID {
 				continue
@@ -187,7 +189,7 @@ func approver(ctx context.Context, cfg Config, askID string) {
 					return
 				case <-time.After(cfg.AutoApprove):
 				}
-				if _, err := client.Decide(ctx, id, api.DecideRequest{Decision: "approve", Reason: "toolgate demo --auto-approve"}); err == nil {
+				if _, err := gate.Decide(ctx, id, api.DecideRequest{Decision: "approve", Reason: "toolgate demo --auto-approve"}); err == nil {
 					fmt.Fprintln(cfg.Stdout, "toolgate demo: approved it (--auto-approve).")
 				}
 			}(d.Approval.ID)

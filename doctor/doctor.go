@@ -18,12 +18,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/internal/proc"
+	"github.com/toolgate/toolgate/paths"
 
 	"github.com/godbus/dbus/v5"
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/contain"
-	"github.com/toolgate/toolgate/daemon"
 	"github.com/toolgate/toolgate/install"
 	"github.com/toolgate/toolgate/notify"
 	"github.com/toolgate/toolgate/policy"
@@ -47,7 +48,7 @@ type Check struct {
 
 // Config says what to check.
 type Config struct {
-	Paths        api.Paths
+	Paths        paths.Paths
 	Policy       string   // the default policy: $XDG_CONFIG_HOME/toolgate/policy.json or TOOLGATE_POLICY
 	Claude       string   // the claude executable as configured ("claude" on PATH by default)
 	Tested       []string // the Claude Code versions the end-to-end suite passed on
@@ -109,7 +110,7 @@ func checkDaemon(ctx context.Context, cfg Config) Check {
 	c := Check{Name: "daemon"}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	st, err := api.NewClient(cfg.Paths.Socket()).Status(ctx)
+	st, err := client.NewClient(cfg.Paths.Socket()).Status(ctx)
 	rec, recErr := cfg.Paths.ReadDaemonRecord()
 	switch {
 	case err == nil:
@@ -119,9 +120,9 @@ func checkDaemon(ctx context.Context, cfg Config) Check {
 		c.Fix = "stop every toolgate daemon, remove " + cfg.Paths.DaemonRecordFile() + " and let toolgate write it again"
 	case recErr == nil && rec.RuntimeDir != cfg.Paths.RuntimeDir && proc.Alive(rec.PID):
 		c.Status = Fail
-		c.Detail = fmt.Sprintf("the daemon pid %d serves the ledger with its sockets in %s, which cannot be trusted: %v", rec.PID, rec.RuntimeDir, api.CheckRuntimeDir(rec.RuntimeDir))
+		c.Detail = fmt.Sprintf("the daemon pid %d serves the ledger with its sockets in %s, which cannot be trusted: %v", rec.PID, rec.RuntimeDir, paths.CheckRuntimeDir(rec.RuntimeDir))
 		c.Fix = fmt.Sprintf("stop it (kill %d) and let toolgate start a daemon again", rec.PID)
-	case api.IsUnavailable(err) && !daemon.Alive(cfg.Paths):
+	case client.IsUnavailable(err) && !client.Alive(cfg.Paths):
 		c.Status, c.Detail = OK, "not running (toolgate run starts it on demand)"
 	default:
 		c.Status, c.Detail = Fail, err.Error()

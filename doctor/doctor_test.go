@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/install"
 	"github.com/toolgate/toolgate/internal/dbustest"
+	"github.com/toolgate/toolgate/paths"
 )
 
 func byName(checks []Check) map[string]Check {
@@ -30,7 +30,7 @@ func TestDoctor(t *testing.T) {
 	os.MkdirAll(filepath.Join(home, ".claude"), 0o700)
 	os.WriteFile(filepath.Join(home, ".claude", "settings.json"), []byte(`{"hooks":{"PreToolUse":[]}}`), 0o600)
 	checks := byName(Run(context.Background(), Config{
-		Paths:  api.Paths{RuntimeDir: rt, StateDir: filepath.Join(root, "state")},
+		Paths:  paths.Paths{RuntimeDir: rt, StateDir: filepath.Join(root, "state")},
 		Claude: "no-such-claude-here", Tested: []string{"2.1.332"}, Cwd: root, Home: home,
 		UserSettings: filepath.Join(home, ".claude", "settings.json"),
 	}))
@@ -57,7 +57,7 @@ func TestDoctorChecksTheInstalledHook(t *testing.T) {
 	if _, err := install.InstallFile(settings, opts); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Paths: api.Paths{RuntimeDir: filepath.Join(root, "rt"), StateDir: root}, Claude: "no-such-claude-here",
+	cfg := Config{Paths: paths.Paths{RuntimeDir: filepath.Join(root, "rt"), StateDir: root}, Claude: "no-such-claude-here",
 		Cwd: root, Home: root, UserSettings: filepath.Join(root, "none.json")}
 	if c := byName(Run(context.Background(), cfg))["project settings"]; c.Status != OK || !strings.Contains(c.Detail, "installed (6 events)") {
 		t.Errorf("a good install: %+v", c)
@@ -76,7 +76,7 @@ func TestDoctorChecksTheInstalledHook(t *testing.T) {
 // a bus without one is a warning, with where else to approve.
 func TestDoctorAsksTheBus(t *testing.T) {
 	root := t.TempDir()
-	cfg := Config{Paths: api.Paths{RuntimeDir: filepath.Join(root, "rt"), StateDir: root}, Claude: "no-such-claude-here",
+	cfg := Config{Paths: paths.Paths{RuntimeDir: filepath.Join(root, "rt"), StateDir: root}, Claude: "no-such-claude-here",
 		Cwd: root, Home: root, UserSettings: filepath.Join(root, "none.json"), DBusAddress: dbustest.SessionBus(t)}
 	c := byName(Run(context.Background(), cfg))["notifications"]
 	if c.Status != Warn || !strings.Contains(c.Detail, "no notification service") || !strings.Contains(c.Fix, "toolgate watch") {
@@ -106,7 +106,7 @@ func TestContainmentCheck(t *testing.T) {
 func TestDoctorChecksTheDefaultPolicy(t *testing.T) {
 	root := t.TempDir()
 	policyFile := filepath.Join(root, "policy.json")
-	cfg := Config{Paths: api.Paths{RuntimeDir: filepath.Join(root, "rt"), StateDir: root}, Policy: policyFile,
+	cfg := Config{Paths: paths.Paths{RuntimeDir: filepath.Join(root, "rt"), StateDir: root}, Policy: policyFile,
 		Claude: "no-such-claude-here", Cwd: root, Home: root, UserSettings: filepath.Join(root, "none.json")}
 	if c := byName(Run(context.Background(), cfg))["policy"]; c.Status != Warn || !strings.Contains(c.Fix, "toolgate policy init") {
 		t.Errorf("no default policy: %+v", c)
@@ -128,7 +128,7 @@ func TestDoctorChecksTheTimeoutsOfTheDefaultPolicy(t *testing.T) {
 	policyFile := filepath.Join(root, "policy.json")
 	os.WriteFile(policyFile, []byte(`{"version": 1, "default": "ask", "rules": [
 		{"id": "slow", "effect": "ask", "tool": "Bash", "approval_timeout": "1h"}]}`), 0o600)
-	cfg := Config{Paths: api.Paths{RuntimeDir: filepath.Join(root, "rt"), StateDir: root}, Policy: policyFile,
+	cfg := Config{Paths: paths.Paths{RuntimeDir: filepath.Join(root, "rt"), StateDir: root}, Policy: policyFile,
 		Claude: "no-such-claude-here", Cwd: root, Home: root, UserSettings: filepath.Join(root, "none.json"),
 		ApprovalWait: 15 * time.Minute}
 	c := checkTimeouts(cfg)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 )
 
 // Random interleavings of what sessions, people and crashes do to the
@@ -329,7 +330,7 @@ func serveSupervisor() {
 	socket, project, _ := strings.Cut(os.Getenv(supervisorHelperEnv), "\n")
 	const policy = `{"version": 1, "default": "allow", "rules": [
   {"id": "ask-touch", "effect": "ask", "tool": "Bash", "input": {"command": {"command": [["touch"]]}}, "reason_code": "needs_review"}]}`
-	client := api.NewClient(socket)
+	client := client.NewClient(socket)
 	home, _ := os.UserHomeDir()
 	in := bufio.NewScanner(os.Stdin)
 	enc := json.NewEncoder(os.Stdout)

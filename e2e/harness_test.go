@@ -15,8 +15,10 @@ import (
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/internal/proc"
 	"github.com/toolgate/toolgate/modelscript"
+	"github.com/toolgate/toolgate/paths"
 	"github.com/toolgate/toolgate/supervisor"
 )
 
@@ -70,13 +72,13 @@ func (w *world) env(model *modelscript.Server) []string {
 	return env
 }
 
-func (w *world) paths() api.Paths {
-	return api.Paths{RuntimeDir: filepath.Join(w.runtime, "toolgate"), StateDir: filepath.Join(w.root, "state", "toolgate")}
+func (w *world) paths() paths.Paths {
+	return paths.Paths{RuntimeDir: filepath.Join(w.runtime, "toolgate"), StateDir: filepath.Join(w.root, "state", "toolgate")}
 }
 
-func (w *world) client() *api.Client { return api.NewClient(w.paths().Socket()) }
+func (w *world) client() *client.Client { return client.NewClient(w.paths().Socket()) }
 
-func (w *world) approver() *api.Client { return api.NewClient(w.paths().ApproveSocket()) }
+func (w *world) approver() *client.Client { return client.NewClient(w.paths().ApproveSocket()) }
 
 // stopDaemon ends the world's daemon, if one runs.
 func (w *world) stopDaemon() {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/modelscript"
 )
 
@@ -55,10 +56,10 @@ func TestCrashStorm(t *testing.T) {
 	daemon := start()
 	const sessions, perSession = 4, 260
 	ctx := context.Background()
-	client := w.client()
+	gate := w.client()
 	ids := make([]string, sessions)
 	for s := range ids {
-		sess, err := client.Register(ctx, api.RegisterRequest{Policy: json.RawMessage(stormPolicy), PolicyName: "storm",
+		sess, err := gate.Register(ctx, api.RegisterRequest{Policy: json.RawMessage(stormPolicy), PolicyName: "storm",
 			Cwd: w.project, SupervisorPID: os.Getpid(), ApprovalTimeout: api.Duration(time.Hour)})
 		if err != nil {
 			t.Fatal(err)
@@ -71,10 +72,10 @@ func TestCrashStorm(t *testing.T) {
 		id := fmt.Sprintf("toolu_storm_ask_%d", i)
 		input := json.RawMessage(`{"command":"git push origin main"}`)
 		event := `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":` + string(input) + `,"tool_use_id":"` + id + `"}`
-		if _, err := client.Hook(ctx, api.HookRequest{SessionID: ids[0], Event: json.RawMessage(event)}); err != nil {
+		if _, err := gate.Hook(ctx, api.HookRequest{SessionID: ids[0], Event: json.RawMessage(event)}); err != nil {
 			t.Fatal(err)
 		}
-		v, err := client.Prompt(ctx, api.PromptRequest{SessionID: ids[0], ToolName: "Bash", ToolUseID: id, Input: input})
+		v, err := gate.Prompt(ctx, api.PromptRequest{SessionID: ids[0], ToolName: "Bash", ToolUseID: id, Input: input})
 		if err != nil || v.Effect != "ask" {
 			t.Fatalf("ask: %+v %v", v, err)
 		}
@@ -93,7 +94,7 @@ func TestCrashStorm(t *testing.T) {
 				return
 			case <-time.After(time.Duration(150+rand.IntN(400)) * time.Millisecond):
 			}
-			st, err := client.Status(ctx)
+			st, err := gate.Status(ctx)
 			if err != nil {
 				continue
 			}
@@ -148,16 +149,16 @@ func TestCrashStorm(t *testing.T) {
 	}
 	close(stop)
 	killerDone.Wait()
-	if _, err := client.Status(ctx); err != nil {
+	if _, err := gate.Status(ctx); err != nil {
 		start() // the last kill may have left none; a daemon started by toolgate run's watcher also does
 	}
-	if _, err := client.Status(ctx); err != nil {
+	if _, err := gate.Status(ctx); err != nil {
 		t.Fatalf("no daemon after the storm: %v", err)
 	}
 
 	total, unavailable, inAudit := 0, 0, 0
 	for s, sid := range ids {
-		calls, err := client.SessionCalls(ctx, sid)
+		calls, err := gate.SessionCalls(ctx, sid)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,13 +188,13 @@ func TestCrashStorm(t *testing.T) {
 			}
 		}
 	}
-	cliCalls, _ := client.SessionCalls(ctx, cli.report.SessionID)
+	cliCalls, _ := gate.SessionCalls(ctx, cli.report.SessionID)
 	for _, c := range cliCalls {
 		if c.Executions > 1 || c.Executed && c.Effect != "allow" {
 			t.Errorf("CLI session: %+v", c)
 		}
 	}
-	approver := api.NewClient(w.paths().ApproveSocket())
+	approver := client.NewClient(w.paths().ApproveSocket())
 	for id, exp := range approvals {
 		d, err := approver.Approval(ctx, id)
 		if err != nil || d.Approval.Status != "pending" || !d.Approval.ExpiresAt.Equal(exp) {

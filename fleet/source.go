@@ -9,15 +9,16 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 )
 
 // Source is the fleet's queue as the terminal and desktop approvers
-// (toolgate watch, toolgate notify) read a daemon's: an api.Approver whose
+// (toolgate watch, toolgate notify) read a daemon's: an client.Approver whose
 // watch stream is made from Postgres's notifications, and whose decisions
 // go through the arbiter.
 type Source struct{ Approver *Approver }
 
-var _ api.Approver = Source{}
+var _ client.Approver = Source{}
 
 // Approval returns one ask with its decision.
 func (s Source) Approval(ctx context.Context, id string) (api.ApprovalDetail, error) {
@@ -26,7 +27,7 @@ func (s Source) Approval(ctx context.Context, id string) (api.ApprovalDetail, er
 }
 
 // Decide decides an ask through toolgate.decide; a refusal is an
-// *api.StatusError with the codes a daemon gives.
+// *client.StatusError with the codes a daemon gives.
 func (s Source) Decide(ctx context.Context, id string, r api.DecideRequest) (api.ApprovalDetail, error) {
 	if _, err := s.Approver.Decide(ctx, id, r.Decision == "approve", r.Reason); err != nil {
 		return api.ApprovalDetail{}, statusError(err)
@@ -40,7 +41,7 @@ func statusError(err error) error {
 	if !errors.As(err, &r) {
 		return err
 	}
-	e := &api.StatusError{Status: http.StatusConflict, Err: api.Error{Message: r.Message, Code: "already_decided"}}
+	e := &client.StatusError{Status: http.StatusConflict, Err: api.Error{Message: r.Message, Code: "already_decided"}}
 	switch {
 	case r.NotFound:
 		e.Status, e.Err.Code = http.StatusNotFound, "not_found"
@@ -55,7 +56,7 @@ func statusError(err error) error {
 // Watch streams the fleet's queue as a daemon's watch stream: a snapshot
 // of what is pending, then an event for each ask added, decided or
 // expired, as Postgres announces them (LISTEN toolgate_queue).
-func (s Source) Watch(ctx context.Context) (*api.Watcher, error) {
+func (s Source) Watch(ctx context.Context) (*client.Watcher, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	changes, err := s.Approver.Changes(ctx)
 	if err != nil {
@@ -88,7 +89,7 @@ func (s Source) Watch(ctx context.Context) (*api.Watcher, error) {
 		}
 		w.CloseWithError(errors.New("the fleet's database closed the stream"))
 	}()
-	return api.NewWatcher(closer{r, cancel}), nil
+	return client.NewWatcher(closer{r, cancel}), nil
 }
 
 // diff writes an event for each ask that became or stopped being pending.

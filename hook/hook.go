@@ -25,7 +25,7 @@
 //
 //	TOOLGATE_SESSION      the session id (set by toolgate run)
 //	TOOLGATE_SOCKET       the daemon's socket (set by toolgate run; else
-//	                      that of the daemon serving the ledger, see api.PathsFrom)
+//	                      that of the daemon serving the ledger, see paths.From)
 //	TOOLGATE_SPOOL        a file where calls denied without the daemon are recorded
 //	TOOLGATE_CONTAINED    1 when toolgate run contains the session: the daemon
 //	                      must then run outside its Landlock domain
@@ -49,6 +49,9 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/client"
+	"github.com/toolgate/toolgate/paths"
+	"github.com/toolgate/toolgate/spool"
 )
 
 // MaxEvent bounds the event read from stdin. A larger one is denied.
@@ -197,14 +200,14 @@ func ask(p Process, event string, req api.HookRequest) (api.HookResponse, error)
 	if err != nil {
 		return api.HookResponse{}, err
 	}
-	client := api.NewClient(socketPath(p.Getenv))
-	client.VerifyPeer = api.Trust{Exe: p.DaemonExe, Contained: p.Getenv("TOOLGATE_CONTAINED") == "1"}.Verify
-	answer, err := client.HookJSON(ctx, body)
-	if err != nil && api.NeverSent(err) && req.Installed != nil && p.StartDaemon != nil {
+	c := client.NewClient(socketPath(p.Getenv))
+	c.VerifyPeer = client.Trust{Exe: p.DaemonExe, Contained: p.Getenv("TOOLGATE_CONTAINED") == "1"}.Verify
+	answer, err := c.HookJSON(ctx, body)
+	if err != nil && client.NeverSent(err) && req.Installed != nil && p.StartDaemon != nil {
 		if serr := p.StartDaemon(ctx); serr != nil {
 			return api.HookResponse{}, fmt.Errorf("%w; starting one failed: %v", err, serr)
 		}
-		answer, err = client.HookJSON(ctx, body)
+		answer, err = c.HookJSON(ctx, body)
 	}
 	if err != nil {
 		return api.HookResponse{}, err
@@ -216,7 +219,7 @@ func socketPath(getenv func(string) string) string {
 	if s := getenv("TOOLGATE_SOCKET"); s != "" {
 		return s
 	}
-	return api.PathsFrom(getenv).LiveWith(parseDaemonRecord).Socket()
+	return paths.From(getenv).LiveWith(parseDaemonRecord).Socket()
 }
 
 // answerLocal answers without the daemon: a PreToolUse is denied
@@ -225,7 +228,7 @@ func socketPath(getenv func(string) string) string {
 // file, so that the supervisor's report and a later audit know about it.
 func answerLocal(p Process, event string, raw []byte, cause error) int {
 	fmt.Fprintf(p.Stderr, "toolgate-hook: %v\n", cause)
-	spool(spoolPath(p.Getenv, raw), event, raw, cause)
+	spoolEvent(spoolPath(p.Getenv, raw), event, raw, cause)
 	if event == api.PreToolUse {
 		writeAnswer(p.Stdout, event, api.Deny(api.ReasonGateUnavailable, api.SourceGate))
 	}
@@ -242,23 +245,23 @@ func spoolPath(getenv func(string) string, raw []byte) string {
 	if session == "" || strings.ContainsAny(session, `/\.`) || len(session) > 128 {
 		return ""
 	}
-	return api.PathsFrom(getenv).LiveWith(parseDaemonRecord).SpoolFile(session)
+	return paths.From(getenv).LiveWith(parseDaemonRecord).SpoolFile(session)
 }
 
-// spool records an event the daemon did not get in the session's spool
+// spoolEvent records an event the daemon did not get in the session's spool
 // file, with the input when it is small, so that the daemon can put the
 // call in the audit once it is back.
-func spool(path, event string, raw []byte, cause error) {
+func spoolEvent(path, event string, raw []byte, cause error) {
 	if path == "" {
 		return
 	}
 	ev := gjson.ParseBytes(raw)
-	line := api.SpoolLine{Time: time.Now().UTC(), Event: event, ReasonCode: api.ReasonGateUnavailable, Error: cause.Error(),
+	line := spool.Line{Time: time.Now().UTC(), Event: event, ReasonCode: api.ReasonGateUnavailable, Error: cause.Error(),
 		ToolUseID: ev.Get("tool_use_id").Str, ToolName: ev.Get("tool_name").Str, AgentID: ev.Get("agent_id").Str}
 	if in := ev.Get("tool_input"); in.IsObject() && len(in.Raw) <= maxSpooledInput {
 		line.Input = json.RawMessage(in.Raw)
 	}
-	api.AppendSpool(path, line) // nowhere to report a failure: the deny stands
+	spool.Append(path, line) // nowhere to report a failure: the deny stands
 }
 
 // writeAnswer prints the answer to an event (claudecode.Answer).

@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/paths"
 )
 
 // The hook codes its request to the daemon and reads the answer with
@@ -193,7 +194,7 @@ func parseVerdict(v gjson.Result) (api.Verdict, error) {
 // errRecord is a daemon record that is not one.
 var errRecord = errors.New("not a daemon record")
 
-// recordFields are the names of api.DaemonRecord's fields (a test checks
+// recordFields are the names of paths.DaemonRecord's fields (a test checks
 // that none is left out).
 var recordFields = [...]string{"pid", "runtime_dir", "started"}
 
@@ -202,8 +203,8 @@ var recordFields = [...]string{"pid", "runtime_dir", "started"}
 // An installed hook reads it at every call to find the live daemon, and
 // json.Unmarshal's reflection, set up afresh in each hook process, took
 // 68-109 µs of that.
-func parseDaemonRecord(data []byte) (api.DaemonRecord, error) {
-	var rec api.DaemonRecord
+func parseDaemonRecord(data []byte) (paths.DaemonRecord, error) {
+	var rec paths.DaemonRecord
 	if !gjson.ValidBytes(data) {
 		return rec, errRecord
 	}

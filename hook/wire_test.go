@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/paths"
 )
 
 // The hook's request is what json.Marshal gives: the same document, and
@@ -220,7 +221,7 @@ func FuzzRequestBody(f *testing.F) {
 // The daemon's record as the daemon writes it (json.Marshal) is read as
 // json.Unmarshal reads it, every field of it.
 func TestParseDaemonRecordIsWhatJSONGives(t *testing.T) {
-	full := api.DaemonRecord{PID: 4242, RuntimeDir: "/run/user/1000/toolgate é \"q\"",
+	full := paths.DaemonRecord{PID: 4242, RuntimeDir: "/run/user/1000/toolgate é \"q\"",
 		Started: time.Date(2026, 12, 2, 1, 41, 0, 123456789, time.FixedZone("", -5*3600))}
 	for i, f := range reflect.VisibleFields(reflect.TypeOf(full)) {
 		if reflect.ValueOf(full).Field(i).IsZero() {
@@ -230,12 +231,12 @@ func TestParseDaemonRecordIsWhatJSONGives(t *testing.T) {
 			t.Fatalf("recordFields[%d] is %q, the field %s is %q", i, recordFields[i], f.Name, tag)
 		}
 	}
-	for _, rec := range []api.DaemonRecord{full, {}, {PID: 1, RuntimeDir: "/r"}} {
+	for _, rec := range []paths.DaemonRecord{full, {}, {PID: 1, RuntimeDir: "/r"}} {
 		data, err := json.Marshal(rec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := api.DecodeDaemonRecord(data)
+		want, _ := paths.DecodeDaemonRecord(data)
 		got, err := parseDaemonRecord(data)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s\nthe hook read %+v, %v\njson.Unmarshal reads %+v", data, got, err, want)
@@ -270,7 +271,7 @@ func TestParseDaemonRecordIsNeverLooserThanJSON(t *testing.T) {
 
 func checkParseDaemonRecord(t *testing.T, data []byte) {
 	t.Helper()
-	checkNeverLooser(t, data, parseDaemonRecord, api.DecodeDaemonRecord, func(r api.DaemonRecord) string { return fmt.Sprintf("%+v", r) })
+	checkNeverLooser(t, data, parseDaemonRecord, paths.DecodeDaemonRecord, func(r paths.DaemonRecord) string { return fmt.Sprintf("%+v", r) })
 }
 
 func FuzzParseDaemonRecord(f *testing.F) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/internal/proc"
 	"github.com/toolgate/toolgate/render"
 )
@@ -32,7 +33,7 @@ const (
 // Notifier shows asks as notifications and decides them on a click.
 type Notifier struct {
 	Bus      *dbus.Conn
-	Approver api.Approver
+	Approver client.Approver
 	Log      io.Writer // one line per thing that happened
 
 	actions bool // the server supports actions
@@ -126,7 +127,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 	n.Bus.Signal(signals)
 	defer n.Bus.RemoveSignal(signals)
 	go n.clicks(ctx, signals)
-	api.Follow(ctx, n.Approver, func(c api.Change) {
+	client.Follow(ctx, n.Approver, func(c client.Change) {
 		for _, d := range c.Removed {
 			n.withdraw(ctx, d.Approval.ID)
 		}
@@ -328,7 +329,7 @@ func (n *Notifier) click(ctx context.Context, s *dbus.Signal) {
 	}
 	decision := p.decision
 	_, err := n.Approver.Decide(ctx, p.approvalID, api.DecideRequest{Decision: decision, Reason: "from a desktop notification", ViaPID: int(server)})
-	var se *api.StatusError
+	var se *client.StatusError
 	switch {
 	case errors.As(err, &se):
 		n.logf("%s %s: nothing decided: %s", decision, p.approvalID, se.Err.Message)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/internal/dbustest"
 	"github.com/toolgate/toolgate/internal/gatetest"
 )
@@ -39,15 +40,15 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 
 // running starts a session bus, the notification server fixture, a daemon
 // with a session, and a Notifier, all for the length of the test.
-func running(t *testing.T, actions bool, timeout time.Duration, log io.Writer) (*server, *api.Client, *api.Client, string, context.Context) {
+func running(t *testing.T, actions bool, timeout time.Duration, log io.Writer) (*server, *client.Client, *client.Client, string, context.Context) {
 	return runningWith(t, func(s *server) { s.Actions = actions }, timeout, log)
 }
 
-func runningWith(t *testing.T, configure func(*server), timeout time.Duration, log io.Writer) (*server, *api.Client, *api.Client, string, context.Context) {
+func runningWith(t *testing.T, configure func(*server), timeout time.Duration, log io.Writer) (*server, *client.Client, *client.Client, string, context.Context) {
 	return runningNotifier(t, configure, nil, timeout, log)
 }
 
-func runningNotifier(t *testing.T, configure func(*server), notifier func(*Notifier), timeout time.Duration, log io.Writer) (*server, *api.Client, *api.Client, string, context.Context) {
+func runningNotifier(t *testing.T, configure func(*server), notifier func(*Notifier), timeout time.Duration, log io.Writer) (*server, *client.Client, *client.Client, string, context.Context) {
 	t.Helper()
 	addr := sessionBus(t)
 	srv := startServer(t, addr, configure)
@@ -62,7 +63,7 @@ func runningNotifier(t *testing.T, configure func(*server), notifier func(*Notif
 	return srv, g.Client, g.Approver, g.Session, ctx
 }
 
-func ask(t *testing.T, c *api.Client, session, id string) api.Verdict {
+func ask(t *testing.T, c *client.Client, session, id string) api.Verdict {
 	t.Helper()
 	return (&gatetest.Gate{Client: c, Session: session}).Ask(t, id)
 }
@@ -234,13 +235,13 @@ func TestProbe(t *testing.T) {
 // test's control: cut ends the stream, and connecting again waits for
 // back. Everything else goes to the real daemon.
 type away struct {
-	*api.Client
+	*client.Client
 	mu     sync.Mutex
 	open   chan struct{} // closed while the notifier may connect
-	stream *api.Watcher
+	stream *client.Watcher
 }
 
-func (a *away) Watch(ctx context.Context) (*api.Watcher, error) {
+func (a *away) Watch(ctx context.Context) (*client.Watcher, error) {
 	a.mu.Lock()
 	open := a.open
 	a.mu.Unlock()

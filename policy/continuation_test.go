@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/paths"
 )
 
 // hiddenByContinuation are scripts in which bash runs `touch ran` on a
@@ -89,7 +90,7 @@ func TestContinuationsBashAndTheMatcherAgreeOn(t *testing.T) {
 // (an allow never vouches for it).
 func TestGuardReadsLinesAsBash(t *testing.T) {
 	root := t.TempDir()
-	gate := api.Paths{RuntimeDir: filepath.Join(root, "run", "toolgate"), StateDir: filepath.Join(root, "state", "toolgate")}
+	gate := paths.Paths{RuntimeDir: filepath.Join(root, "run", "toolgate"), StateDir: filepath.Join(root, "state", "toolgate")}
 	s := NewSession(mustParse(t, `{"version":1,"default":"allow","rules":[]}`), nil, filepath.Join(root, "project"), root)
 	s.Guard = NewGuard(GuardPaths{Gate: gate, ConfigDir: filepath.Join(root, "config"), Exe: "/opt/toolgate/bin/toolgate"})
 	for _, script := range []string{

@@ -10,7 +10,7 @@ import (
 	"unicode"
 
 	"github.com/tidwall/gjson"
-	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/paths"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -349,12 +349,12 @@ func guardWord(w *syntax.Word) string {
 
 // GuardPaths are what a guard protects for one session.
 type GuardPaths struct {
-	Gate      api.Paths // toolgate's runtime and state directories, and its ledger
-	ConfigDir string    // toolgate's configuration ($XDG_CONFIG_HOME/toolgate)
-	Exe       string    // the toolgate executable; its hook beside it
-	ClaudeDir string    // Claude Code's configuration (~/.claude, CLAUDE_CONFIG_DIR)
-	Project   string    // the session's project: its .claude settings
-	Extra     []string  // the session's policy file, what toolgate run gives claude
+	Gate      paths.Paths // toolgate's runtime and state directories, and its ledger
+	ConfigDir string      // toolgate's configuration ($XDG_CONFIG_HOME/toolgate)
+	Exe       string      // the toolgate executable; its hook beside it
+	ClaudeDir string      // Claude Code's configuration (~/.claude, CLAUDE_CONFIG_DIR)
+	Project   string      // the session's project: its .claude settings
+	Extra     []string    // the session's policy file, what toolgate run gives claude
 	// Writable, when set, are the only trees a write tool may write in
 	// (the session's Bash boundary's): a file tool runs in claude, outside
 	// that boundary, and the guard holds it to the same allow-list.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/paths"
 )
 
 // The guard denies what touches the gate itself, whatever the policy
@@ -17,7 +18,7 @@ import (
 func TestGuard(t *testing.T) {
 	root := t.TempDir()
 	home, project := filepath.Join(root, "home"), filepath.Join(root, "project")
-	gate := api.Paths{RuntimeDir: filepath.Join(root, "run", "toolgate"), StateDir: filepath.Join(home, ".local/state/toolgate")}
+	gate := paths.Paths{RuntimeDir: filepath.Join(root, "run", "toolgate"), StateDir: filepath.Join(home, ".local/state/toolgate")}
 	for _, d := range []string{project, gate.RuntimeDir, gate.StateDir, filepath.Join(home, ".config/toolgate")} {
 		os.MkdirAll(d, 0o700)
 	}
@@ -88,7 +89,7 @@ func TestGuard(t *testing.T) {
 func TestGuardDeniesItsDocumentedCommandLines(t *testing.T) {
 	root := t.TempDir()
 	home, project := filepath.Join(root, "home"), filepath.Join(root, "project")
-	gate := api.Paths{RuntimeDir: filepath.Join(root, "run", "toolgate"), StateDir: filepath.Join(home, ".local/state/toolgate")}
+	gate := paths.Paths{RuntimeDir: filepath.Join(root, "run", "toolgate"), StateDir: filepath.Join(home, ".local/state/toolgate")}
 	for _, d := range []string{project, gate.RuntimeDir, gate.StateDir, filepath.Join(home, ".claude")} {
 		os.MkdirAll(d, 0o700)
 	}
@@ -128,7 +129,7 @@ func quote(s string) string {
 func TestGuardLetsOrdinaryCommandsThrough(t *testing.T) {
 	root := t.TempDir()
 	home, project := filepath.Join(root, "home"), filepath.Join(root, "project")
-	g := NewGuard(GuardPaths{Gate: api.Paths{RuntimeDir: filepath.Join(root, "run", "toolgate"), StateDir: filepath.Join(home, ".local/state/toolgate")},
+	g := NewGuard(GuardPaths{Gate: paths.Paths{RuntimeDir: filepath.Join(root, "run", "toolgate"), StateDir: filepath.Join(home, ".local/state/toolgate")},
 		ClaudeDir: filepath.Join(home, ".claude"), Project: project})
 	s := NewSession(mustParse(t, `{"version":1,"default":"allow","rules":[]}`), nil, project, home)
 	s.Guard = g

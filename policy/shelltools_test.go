@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/paths"
 )
 
 // A built-in tool other than Bash that runs a shell command (Claude Code's
@@ -21,7 +22,7 @@ func TestShellRunningToolsMeetTheBashRules(t *testing.T) {
 		{"id":"allow-monitor","effect":"allow","tool":"Monitor"},
 		{"id":"allow-mcp","effect":"allow","tool":"mcp__ops__*"}]}`)
 	s := NewSession(p, nil, root+"/project", root)
-	s.Guard = NewGuard(GuardPaths{Gate: api.Paths{RuntimeDir: root + "/run/toolgate", StateDir: root + "/state/toolgate"}})
+	s.Guard = NewGuard(GuardPaths{Gate: paths.Paths{RuntimeDir: root + "/run/toolgate", StateDir: root + "/state/toolgate"}})
 	for _, tt := range []struct {
 		tool, input string
 		want        api.Effect

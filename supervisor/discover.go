@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/paths"
 )
 
 // Discovery says how toolgate run lists the tools of the MCP servers a
@@ -157,7 +158,7 @@ func (d Discovery) cached(key string) ([]api.ToolInfo, bool) {
 	if d.CacheDir == "" || d.CacheTTL <= 0 {
 		return nil, false
 	}
-	data, err := api.ReadRegular(filepath.Join(d.CacheDir, key+".json"), maxCacheEntry) // the model's code can write there: a FIFO must not hold run's start
+	data, err := paths.ReadRegular(filepath.Join(d.CacheDir, key+".json"), maxCacheEntry) // the model's code can write there: a FIFO must not hold run's start
 	if err != nil {
 		return nil, false
 	}

@@ -13,7 +13,9 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/policy"
+	"github.com/toolgate/toolgate/spool"
 )
 
 // Hook transports: how Claude Code hands toolgate run each call (HookAuto
@@ -185,7 +187,7 @@ func (h *hookServer) await(ctx context.Context, raw []byte, v api.Verdict) api.V
 			h.r.saw(req, got)
 			return got
 		}
-		if ctx.Err() == nil && api.IsUnavailable(err) && attempt < 3 && h.r.gate.Lost() == nil && h.r.gate.restart(ctx) {
+		if ctx.Err() == nil && client.IsUnavailable(err) && attempt < 3 && h.r.gate.Lost() == nil && h.r.gate.restart(ctx) {
 			continue // the daemon is back, with the same approval
 		}
 		v = h.localDeny(raw, fmt.Errorf("wait for approval %s: %w", v.ApprovalID, err))
@@ -315,7 +317,7 @@ func (h *hookServer) ask(ctx context.Context, raw []byte) (api.Verdict, bool) {
 	defer cancel()
 	req := api.HookRequest{SessionID: h.r.session, Event: raw}
 	resp, err := h.r.client.Hook(ctx, req)
-	if err != nil && api.IsUnavailable(err) && ctx.Err() == nil && h.r.gate.restart(ctx) {
+	if err != nil && client.IsUnavailable(err) && ctx.Err() == nil && h.r.gate.restart(ctx) {
 		resp, err = h.r.client.Hook(ctx, req)
 	}
 	switch {
@@ -339,13 +341,13 @@ func (h *hookServer) localDeny(raw []byte, cause error) api.Verdict {
 func (h *hookServer) denyWith(raw []byte, v api.Verdict, cause error) api.Verdict {
 	h.r.log.Error("http hook: denied "+v.ReasonCode, "err", cause)
 	ev := gjson.ParseBytes(raw)
-	line := api.SpoolLine{Time: time.Now().UTC(), Event: api.PreToolUse, ReasonCode: v.ReasonCode, Error: cause.Error(),
+	line := spool.Line{Time: time.Now().UTC(), Event: api.PreToolUse, ReasonCode: v.ReasonCode, Error: cause.Error(),
 		ToolUseID: ev.Get("tool_use_id").Str, ToolName: ev.Get("tool_name").Str, AgentID: ev.Get("agent_id").Str}
 	if in := ev.Get("tool_input"); in.IsObject() && len(in.Raw) <= maxSpooledInput {
 		line.Input = json.RawMessage(in.Raw)
 	}
 	if line.ToolUseID != "" {
-		api.AppendSpool(h.r.spool, line) // nowhere to report a failure: the deny stands
+		spool.Append(h.r.spool, line) // nowhere to report a failure: the deny stands
 	}
 	return v
 }

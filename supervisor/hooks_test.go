@@ -19,6 +19,9 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/client"
+	"github.com/toolgate/toolgate/paths"
+	"github.com/toolgate/toolgate/spool"
 )
 
 // fakeDaemon serves /v1/hook on a Unix socket with handler, as the daemon
@@ -50,7 +53,7 @@ func fakeDaemonConns(t *testing.T, handler http.HandlerFunc) (*runner, *atomic.I
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	g := &trustedGate{pid: os.Getpid()} // this process serves the socket
-	c := api.NewClient(sock)
+	c := client.NewClient(sock)
 	c.KeepAlive, c.VerifyPeer = true, g.verify
 	return &runner{log: slog.New(slog.DiscardHandler), gate: g, client: c, session: "ses_test", spool: filepath.Join(dir, "spool.jsonl")}, &conns
 }
@@ -111,7 +114,7 @@ func TestHookEndpointAlwaysAnswers(t *testing.T) {
 			setup: func(_ *testing.T, _ *runner, h *hookServer) { h.deadline = 100 * time.Millisecond }},
 		{name: "another process answers on the socket", daemon: allow, token: "tok", body: preEvent, decision: "deny", spooled: true,
 			setup: func(t *testing.T, r *runner, _ *hookServer) {
-				r.gate.pid, r.gate.start.Paths = 1, api.Paths{RuntimeDir: t.TempDir()} // and no socket to find it on again
+				r.gate.pid, r.gate.start.Paths = 1, paths.Paths{RuntimeDir: t.TempDir()} // and no socket to find it on again
 			}},
 		{name: "the gate is lost", daemon: allow, token: "tok", body: preEvent, decision: "deny", spooled: true,
 			setup: func(_ *testing.T, r *runner, _ *hookServer) { r.gate.lost = os.ErrClosed }},
@@ -146,7 +149,7 @@ func TestHookEndpointAlwaysAnswers(t *testing.T) {
 			if tt.decision == "deny" && !strings.Contains(out.Get("permissionDecisionReason").Str, "gate_unavailable") {
 				t.Errorf("the deny should say gate_unavailable: %s", out.Raw)
 			}
-			lines, _ := api.ReadSpool(r.spool)
+			lines, _ := spool.Read(r.spool)
 			if (len(lines) > 0) != tt.spooled {
 				t.Errorf("spooled %+v, want spooled %v", lines, tt.spooled)
 			}
@@ -206,7 +209,7 @@ func TestHookEndpointWaitsForThePerson(t *testing.T) {
 			}
 			if tt.name != "approved" && tt.name != "denied" {
 				contains := strings.Contains(out.Get("permissionDecisionReason").Str, "gate_unavailable")
-				if lines, _ := api.ReadSpool(r.spool); !contains || len(lines) != 1 {
+				if lines, _ := spool.Read(r.spool); !contains || len(lines) != 1 {
 					t.Errorf("want a deny gate_unavailable, spooled: %s, %+v", out.Raw, lines)
 				}
 			}

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/render"
+	"github.com/toolgate/toolgate/spool"
 )
 
 // promptDecider answers the prompt tool through the daemon. An ask waits
@@ -48,7 +50,7 @@ func (p *promptDecider) Decide(ctx context.Context, req api.PromptRequest, progr
 		if ctx.Err() != nil {
 			return api.Verdict{}, ctx.Err() // the CLI gave up on this call
 		}
-		if api.IsUnavailable(err) && attempt < 3 && p.r.gate.Lost() == nil && p.r.gate.restart(ctx) {
+		if client.IsUnavailable(err) && attempt < 3 && p.r.gate.Lost() == nil && p.r.gate.restart(ctx) {
 			continue // the daemon is back: ask again, it finds the same approval
 		}
 		p.r.log.Error("permission prompt", "tool_use_id", req.ToolUseID, "err", err)
@@ -123,7 +125,7 @@ func (r *runner) decided(id string, v api.Verdict) {
 
 // spoolDeny records a call denied without the daemon, as the hook does.
 func (r *runner) spoolDeny(req api.PromptRequest, v api.Verdict) {
-	api.AppendSpool(r.spool, api.SpoolLine{Time: time.Now().UTC(), Event: api.PreToolUse, ToolUseID: req.ToolUseID,
+	spool.Append(r.spool, spool.Line{Time: time.Now().UTC(), Event: api.PreToolUse, ToolUseID: req.ToolUseID,
 		ToolName: req.ToolName, ReasonCode: v.ReasonCode})
 }
 

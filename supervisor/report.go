@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/contain"
+	"github.com/toolgate/toolgate/spool"
 )
 
 // ReportSchemaVersion is the version of the JSON report's shape. History:
@@ -105,10 +106,10 @@ const (
 // session's calls and the spool (calls denied while the daemon was
 // unreachable). A call of another session whose tool_use_id this one sent
 // again counts only for what this session got.
-func buildReport(session string, calls []api.Call, spooled []api.SpoolLine) Report {
+func buildReport(session string, calls []api.Call, spooled []spool.Line) Report {
 	r := Report{SchemaVersion: ReportSchemaVersion, Calls: []api.Call{}, Counts: Counts{ByReason: map[string]int{}}}
 	seen := map[string]bool{}
-	denied := map[string]api.SpoolLine{}
+	denied := map[string]spool.Line{}
 	for _, l := range spooled {
 		if l.Event == api.PreToolUse {
 			denied[l.ToolUseID] = l

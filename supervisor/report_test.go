@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/spool"
 )
 
 func call(id, session string, v api.Verdict, executed bool) api.Call {
@@ -24,13 +25,13 @@ func TestBuildReport(t *testing.T) {
 	expired := verdict(api.EffectDeny, api.ReasonApprovalExpired, api.SourceExpiry)
 	denied := verdict(api.EffectDeny, "secret_file", api.SourcePolicy)
 	ask := verdict(api.EffectAsk, "default", api.SourcePolicy)
-	spoolDeny := func(id string) api.SpoolLine {
-		return api.SpoolLine{Event: api.PreToolUse, ToolUseID: id, ToolName: "Read", ReasonCode: api.ReasonGateUnavailable}
+	spoolDeny := func(id string) spool.Line {
+		return spool.Line{Event: api.PreToolUse, ToolUseID: id, ToolName: "Read", ReasonCode: api.ReasonGateUnavailable}
 	}
 	tests := []struct {
 		name    string
 		calls   []api.Call
-		spooled []api.SpoolLine
+		spooled []spool.Line
 		claude  int
 		// what comes out: each call as "id effect reason", then the counts
 		// and the exit code
@@ -50,16 +51,16 @@ func TestBuildReport(t *testing.T) {
 		{name: "an ask never answered is pending", calls: []api.Call{call("a", "s", ask, false)},
 			want: []string{"a ask default"}, counts: "1 0 0 0 1 0 map[]", exit: 0},
 		{name: "undecided, and denied by the hook while the daemon was away",
-			calls: []api.Call{call("a", "s", api.Verdict{}, false)}, spooled: []api.SpoolLine{spoolDeny("a")},
+			calls: []api.Call{call("a", "s", api.Verdict{}, false)}, spooled: []spool.Line{spoolDeny("a")},
 			want: []string{"a deny gate_unavailable"}, counts: "1 0 1 0 0 0 map[gate_unavailable:1]", exit: 77},
 		{name: "denied by the hook, never seen by the daemon",
-			calls: []api.Call{call("a", "s", allow, true)}, spooled: []api.SpoolLine{spoolDeny("b"), {Event: api.PostToolUse, ToolUseID: "a"}},
+			calls: []api.Call{call("a", "s", allow, true)}, spooled: []spool.Line{spoolDeny("b"), {Event: api.PostToolUse, ToolUseID: "a"}},
 			want: []string{"a allow ", "b deny gate_unavailable"}, counts: "2 1 1 0 0 1 map[gate_unavailable:1]", exit: 77},
 		{name: "decided by the daemon after the hook's deadline: the deny Claude Code got stands",
-			calls: []api.Call{call("a", "s", allow, false)}, spooled: []api.SpoolLine{spoolDeny("a")},
+			calls: []api.Call{call("a", "s", allow, false)}, spooled: []spool.Line{spoolDeny("a")},
 			want: []string{"a deny gate_unavailable"}, counts: "1 0 1 0 0 0 map[gate_unavailable:1]", exit: 77},
 		{name: "a call that ran keeps its verdict whatever the spool says",
-			calls: []api.Call{call("a", "s", allow, true)}, spooled: []api.SpoolLine{spoolDeny("a")},
+			calls: []api.Call{call("a", "s", allow, true)}, spooled: []spool.Line{spoolDeny("a")},
 			want: []string{"a allow "}, counts: "1 1 0 0 0 1 map[]", exit: 0},
 		{name: "a repeat in this session is an entry of its own",
 			calls: []api.Call{withRepeats(call("a", "s", allow, true), api.Repeat{SessionID: "s", Effect: api.EffectDeny, ReasonCode: api.ReasonDuplicateToolUseID})},

@@ -19,16 +19,18 @@ import (
 	"github.com/tidwall/sjson"
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/contain"
-	"github.com/toolgate/toolgate/daemon"
+	"github.com/toolgate/toolgate/paths"
 	"github.com/toolgate/toolgate/policy"
 	"github.com/toolgate/toolgate/prompttool"
+	"github.com/toolgate/toolgate/spool"
 	"golang.org/x/sys/unix"
 )
 
 // RunConfig configures one supervised claude.
 type RunConfig struct {
-	Paths           api.Paths
+	Paths           paths.Paths
 	PolicyPath      string
 	ReportPath      string        // where to write the JSON report; none when ""
 	ApprovalTimeout time.Duration // api.DefaultApprovalTimeout when 0
@@ -141,7 +143,7 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 		return Report{}, err
 	}
 	r := &runner{cfg: cfg, log: log, level: level, shell: c.shell, start: c.start, tmp: tmp, files: files, policy: ReportPolicy{Path: policyPath, Version: pol.Version, SHA256: pol.SHA256}}
-	r.gate = &trustedGate{start: daemon.StartConfig{Paths: cfg.Paths, Self: cfg.Self, IdleExit: 5 * time.Minute}, onLost: r.gateLost}
+	r.gate = &trustedGate{start: client.StartConfig{Paths: cfg.Paths, Self: cfg.Self, IdleExit: 5 * time.Minute}, onLost: r.gateLost}
 	if r.client, err = r.gate.connect(ctx); err != nil {
 		return Report{}, &UnavailableError{err}
 	}
@@ -173,7 +175,7 @@ func Run(ctx context.Context, cfg RunConfig) (Report, error) {
 			SupervisorPID: os.Getpid(), Tools: tools, Contained: level.Contained(), Protected: r.protectedExtra(), Writable: r.fileToolsWritable(),
 			Claude: cfg.Claude, ClaudeArgs: cfg.ClaudeArgs})
 	}
-	var se *api.StatusError
+	var se *client.StatusError
 	if errors.As(err, &se) && se.Err.Code == "not_deferred" {
 		return Report{}, ErrAlreadyResumed
 	}
@@ -280,7 +282,7 @@ type runner struct {
 	shell   contain.Shell // how its Bash commands enter level.Boundary
 	start   projectConfig // what the project held at the start
 	gate    *trustedGate
-	client  *api.Client
+	client  *client.Client
 	session string
 	timeout time.Duration
 	// askTimeout is what Claude Code waits for an ask's answer
@@ -566,7 +568,7 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	var warnings []string
 	if r.transcripts != nil {
 		// What the last calls did, before the session ends.
-		if err := r.transcripts.flush(ctx); err != nil && !(api.IsUnavailable(err) && r.gate.restart(ctx) && r.transcripts.flush(ctx) == nil) {
+		if err := r.transcripts.flush(ctx); err != nil && !(client.IsUnavailable(err) && r.gate.restart(ctx) && r.transcripts.flush(ctx) == nil) {
 			warnings = append(warnings, err.Error())
 		}
 		warnings = append(warnings, r.transcripts.problems()...)
@@ -574,14 +576,14 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	if r.made != nil {
 		warnings = append(warnings, r.made.finish()...)
 	}
-	spooled, _ := api.ReadSpool(r.spool) // before the daemon, at the session's end, ingests and removes it
-	client := r.client
+	spooled, _ := spool.Read(r.spool) // before the daemon, at the session's end, ingests and removes it
+	gate := r.client
 	if r.gate.Lost() != nil {
 		// Claude is stopped and no call is decided any more, but the
 		// session's record is still the trusted daemon's, once it has its
 		// socket back from the impostor: the report must not read as if
 		// nothing happened.
-		client = r.gate.recordClient(ctx)
+		gate = r.gate.recordClient(ctx)
 	}
 	// A run someone stopped withdraws what still waits for a person: no
 	// time ran out, and nobody decided.
@@ -589,14 +591,14 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	if r.interrupted {
 		why = api.EndInterrupted
 	}
-	ended, err := client.EndSessionFor(ctx, r.session, why)
-	if api.IsUnavailable(err) && r.gate.restart(ctx) {
-		ended, err = client.EndSessionFor(ctx, r.session, why)
+	ended, err := gate.EndSessionFor(ctx, r.session, why)
+	if client.IsUnavailable(err) && r.gate.restart(ctx) {
+		ended, err = gate.EndSessionFor(ctx, r.session, why)
 	}
 	if err != nil {
 		warnings = append(warnings, "end the session: "+err.Error())
 	}
-	calls, recErr := client.SessionCalls(ctx, r.session)
+	calls, recErr := gate.SessionCalls(ctx, r.session)
 	if recErr != nil {
 		warnings = append(warnings, "the daemon's record of the session is unavailable: "+recErr.Error())
 	}

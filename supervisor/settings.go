@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
-	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
 	"github.com/toolgate/toolgate/contain"
 	"github.com/toolgate/toolgate/hook"
 	"github.com/toolgate/toolgate/install"
 	"github.com/toolgate/toolgate/internal/clip"
+	"github.com/toolgate/toolgate/paths"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -89,7 +89,7 @@ func gitRoots(cwd string) []string {
 // dir (its .git file says "gitdir: DIR", whose commondir names the main
 // .git directory), or "".
 func mainWorktree(dir string) string {
-	data, err := api.ReadRegular(filepath.Join(dir, ".git"), claudecode.MaxSettingsFile)
+	data, err := paths.ReadRegular(filepath.Join(dir, ".git"), claudecode.MaxSettingsFile)
 	line, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
 	if err != nil || !ok {
 		return ""
@@ -99,7 +99,7 @@ func mainWorktree(dir string) string {
 		gitdir = filepath.Join(dir, gitdir)
 	}
 	common := gitdir
-	if data, err := api.ReadRegular(filepath.Join(gitdir, "commondir"), claudecode.MaxSettingsFile); err == nil {
+	if data, err := paths.ReadRegular(filepath.Join(gitdir, "commondir"), claudecode.MaxSettingsFile); err == nil {
 		if c := strings.TrimSpace(string(data)); filepath.IsAbs(c) {
 			common = c
 		} else if c != "" {
@@ -129,7 +129,7 @@ func checkLayers(files, settingsArgs []string, otherHooks, disable bool, hook, p
 	type layer struct{ name, doc string }
 	var layers []layer
 	for _, f := range files {
-		data, err := api.ReadRegular(f, claudecode.MaxSettingsFile) // a FIFO the model made there must not hold up the http endpoint
+		data, err := paths.ReadRegular(f, claudecode.MaxSettingsFile) // a FIFO the model made there must not hold up the http endpoint
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -139,7 +139,7 @@ func checkLayers(files, settingsArgs []string, otherHooks, disable bool, hook, p
 		layers = append(layers, layer{f, string(data)})
 	}
 	for _, v := range settingsArgs {
-		data, err := api.ReadRegular(v, claudecode.MaxSettingsFile)
+		data, err := paths.ReadRegular(v, claudecode.MaxSettingsFile)
 		switch {
 		case err == nil:
 			layers = append(layers, layer{"--settings " + v, string(data)})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/internal/clip"
 )
 
@@ -30,7 +31,7 @@ const transcriptPoll = 500 * time.Millisecond
 // transcriptPoll, and all of it once claude has exited, before it ends the
 // session. Only files under claude's projects directory are read.
 type transcripts struct {
-	client  *api.Client
+	client  *client.Client
 	session string
 	root    string // claude's projects directory
 	// undecided is told the calls that ran although no hook proposed
@@ -52,7 +53,7 @@ type transcriptFile struct {
 	tr   claudecode.Transcript
 }
 
-func newTranscripts(client *api.Client, session, claudeDir string) *transcripts {
+func newTranscripts(client *client.Client, session, claudeDir string) *transcripts {
 	t := &transcripts{client: client, session: session, files: map[string]*transcriptFile{}, failed: map[string]string{}}
 	if claudeDir != "" {
 		t.root = filepath.Join(claudeDir, "projects") + string(filepath.Separator)

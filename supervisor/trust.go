@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolgate/toolgate/api"
-	"github.com/toolgate/toolgate/daemon"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/internal/proc"
+	"github.com/toolgate/toolgate/paths"
 )
 
 // trustedGate is the daemon toolgate run talks to: the one it started or
@@ -22,22 +22,22 @@ import (
 // gate is lost (replaced, or gone and not to be restarted), every call is
 // denied gate_unavailable and the session is stopped.
 type trustedGate struct {
-	start  daemon.StartConfig
+	start  client.StartConfig
 	onLost func(error) // called once, when the gate is lost
 
 	mu    sync.Mutex
-	pid   int       // the trusted daemon's pid
-	where api.Paths // the paths it serves: its sockets, its spool
-	lost  error     // why the gate is lost, once it is
+	pid   int         // the trusted daemon's pid
+	where paths.Paths // the paths it serves: its sockets, its spool
+	lost  error       // why the gate is lost, once it is
 }
 
 // connect makes sure a daemon runs and trusts it if it passes.
-func (g *trustedGate) connect(ctx context.Context) (*api.Client, error) {
+func (g *trustedGate) connect(ctx context.Context) (*client.Client, error) {
 	g.mu.Lock()
 	start := g.start
 	start.Paths = g.paths()
 	g.mu.Unlock()
-	c, where, err := daemon.Ensure(ctx, start)
+	c, where, err := client.Ensure(ctx, start)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func (g *trustedGate) connect(ctx context.Context) (*api.Client, error) {
 // paths are those of the trusted daemon once there is one, else the
 // configured ones; a daemon started again is started where the last one
 // was, so that claude's hooks find it. g.mu is held.
-func (g *trustedGate) paths() api.Paths {
+func (g *trustedGate) paths() paths.Paths {
 	if g.where.RuntimeDir != "" {
 		return g.where
 	}
@@ -66,15 +66,15 @@ func (g *trustedGate) paths() api.Paths {
 }
 
 // Paths are the paths of the trusted daemon.
-func (g *trustedGate) Paths() api.Paths {
+func (g *trustedGate) Paths() paths.Paths {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.paths()
 }
 
 // check refuses a process that cannot be the daemon run started or found.
-func (g *trustedGate) check(p api.Peer) error {
-	if err := (api.Trust{Exe: g.start.Self}).Verify(p); err != nil {
+func (g *trustedGate) check(p client.Peer) error {
+	if err := (client.Trust{Exe: g.start.Self}).Verify(p); err != nil {
 		return err
 	}
 	self, _ := proc.NoNewPrivs(os.Getpid())
@@ -86,7 +86,7 @@ func (g *trustedGate) check(p api.Peer) error {
 
 // verify is the client's check before every request: only the trusted
 // daemon, and nothing once the gate is lost.
-func (g *trustedGate) verify(p api.Peer) error {
+func (g *trustedGate) verify(p client.Peer) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
@@ -134,7 +134,7 @@ func (g *trustedGate) restart(ctx context.Context) bool {
 	// gone. Another process answering is never the daemon.
 	for deadline := time.Now().Add(stopGrace); proc.Alive(pid); time.Sleep(50 * time.Millisecond) {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		p, err := api.NewClient(sock).Peer(pctx)
+		p, err := client.NewClient(sock).Peer(pctx)
 		cancel()
 		switch {
 		case err == nil && p.PID == pid:
@@ -154,7 +154,7 @@ func (g *trustedGate) restart(ctx context.Context) bool {
 	g.mu.Lock()
 	where := g.paths()
 	g.mu.Unlock()
-	if note, ok := api.StopNoteOf(where, pid); ok {
+	if note, ok := paths.StopNoteOf(where, pid); ok {
 		g.lose(fmt.Errorf("the daemon (pid %d) stopped: %s", pid, note.Reason))
 		return false
 	}
@@ -193,12 +193,12 @@ const stopGrace = 12 * time.Second
 // most) while that daemon lives but does not answer on its socket, as
 // when it has yet to take the socket back from an impostor, and it talks
 // to no other process.
-func (g *trustedGate) recordClient(ctx context.Context) *api.Client {
+func (g *trustedGate) recordClient(ctx context.Context) *client.Client {
 	g.mu.Lock()
 	pid, sock := g.pid, g.paths().Socket()
 	g.mu.Unlock()
-	c := api.NewClient(sock)
-	c.VerifyPeer = func(p api.Peer) error {
+	c := client.NewClient(sock)
+	c.VerifyPeer = func(p client.Peer) error {
 		if p.PID != pid {
 			return fmt.Errorf("pid %d answers on %s, not the daemon toolgate run trusts (pid %d)", p.PID, sock, pid)
 		}
@@ -206,7 +206,7 @@ func (g *trustedGate) recordClient(ctx context.Context) *api.Client {
 	}
 	for deadline := time.Now().Add(stopGrace); proc.Alive(pid) && time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(50 * time.Millisecond) {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		p, err := api.NewClient(sock).Peer(pctx)
+		p, err := client.NewClient(sock).Peer(pctx)
 		cancel()
 		if err == nil && p.PID == pid {
 			break
@@ -238,7 +238,7 @@ func (g *trustedGate) watch(ctx context.Context) {
 			continue
 		}
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		p, err := api.NewClient(sock).Peer(pctx)
+		p, err := client.NewClient(sock).Peer(pctx)
 		cancel()
 		// Nobody answering is what a stopping daemon looks like (calls fail
 		// closed meanwhile); another process answering is an impostor.

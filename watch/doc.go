@@ -5,7 +5,7 @@
 // anything else (a pipe, a log) it prints one line per event and reads
 // typed commands. Both reconnect on their own when the daemon restarts.
 //
-// It talks to the daemon only through package api, and shows tool input
+// It talks to the daemon only through package client, and shows tool input
 // only through render; it must not import the daemon, the ledger or the
 // policy engine.
 package watch

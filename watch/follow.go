@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 )
 
 // ruleOf names the rule that asked.
@@ -34,7 +35,7 @@ func outcome(d api.ApprovalDetail) string {
 
 // decisionError is the daemon's reason for refusing a decision.
 func decisionError(err error) string {
-	var se *api.StatusError
+	var se *client.StatusError
 	if errors.As(err, &se) && se.Err.Code == "not_found" {
 		return "no such approval"
 	}

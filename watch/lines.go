@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/render"
 )
 
@@ -17,11 +18,11 @@ import (
 // per ask, decision and expiry, at most 80 columns where it can, and
 // commands typed one per line ("a ID", "d ID [WHY]", "q"). It returns at
 // q or at the end of the input.
-func LineMode(ctx context.Context, c api.Approver, in io.Reader, out io.Writer) error {
+func LineMode(ctx context.Context, c client.Approver, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	l := &lines{client: c, out: out}
-	go api.Follow(ctx, c, l.show)
+	go client.Follow(ctx, c, l.show)
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		if quit := l.command(ctx, strings.Fields(sc.Text())); quit {
@@ -32,14 +33,14 @@ func LineMode(ctx context.Context, c api.Approver, in io.Reader, out io.Writer) 
 }
 
 type lines struct {
-	client  api.Approver
+	client  client.Approver
 	out     io.Writer
 	mu      sync.Mutex
 	pending []api.ApprovalDetail
 	started bool // the first snapshot was shown
 }
 
-func (l *lines) show(c api.Change) {
+func (l *lines) show(c client.Change) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !c.Connected {

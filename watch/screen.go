@@ -12,17 +12,18 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/render"
 )
 
 // Screen runs the full-screen approver on a terminal until the person
 // quits (q) or ctx ends.
-func Screen(ctx context.Context, c api.Approver, in io.Reader, out io.Writer) error {
+func Screen(ctx context.Context, c client.Approver, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m := newModel(ctx, c)
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithAltScreen())
-	go api.Follow(ctx, c, func(c api.Change) { p.Send(c) })
+	go client.Follow(ctx, c, func(c client.Change) { p.Send(c) })
 	_, err := p.Run()
 	if err == tea.ErrProgramKilled && ctx.Err() != nil {
 		return ctx.Err()
@@ -33,7 +34,7 @@ func Screen(ctx context.Context, c api.Approver, in io.Reader, out io.Writer) er
 // model is the screen's state.
 type model struct {
 	ctx    context.Context
-	client api.Approver
+	client client.Approver
 	list   []api.ApprovalDetail // what is pending, as shown
 	cursor string               // the selected approval's id
 	scroll int                  // the first line of its input shown
@@ -55,7 +56,7 @@ type decided struct {
 
 type tick time.Time
 
-func newModel(ctx context.Context, c api.Approver) *model {
+func newModel(ctx context.Context, c client.Approver) *model {
 	ti := textinput.New()
 	ti.Prompt = "deny, with a reason for the audit (Enter denies, Esc goes back): "
 	ti.CharLimit = 500
@@ -73,7 +74,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tick:
 		m.now = time.Time(msg)
 		return m, every()
-	case api.Change:
+	case client.Change:
 		m.change(msg)
 	case decided:
 		if msg.err != nil {
@@ -86,7 +87,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 // change takes in one change from the daemon and says what happened.
-func (m *model) change(c api.Change) {
+func (m *model) change(c client.Change) {
 	m.up = c.Connected
 	if !c.Connected {
 		m.down = "the daemon is not reachable; trying again…"

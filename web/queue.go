@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/fleet"
 	"github.com/toolgate/toolgate/render"
 )
@@ -110,7 +111,7 @@ func (q FleetQueue) Changes(ctx context.Context) (<-chan struct{}, error) {
 // LocalQueue is this machine's daemon's queue, on its approver socket:
 // the daemon reads who decides from this process's credentials.
 type LocalQueue struct {
-	Client *api.Client
+	Client *client.Client
 
 	mu     sync.Mutex
 	recent []Item // decided or expired while the page ran, newest first
@@ -137,7 +138,7 @@ func (q *LocalQueue) Decide(ctx context.Context, id string, allow bool, note str
 		req.Decision = "approve"
 	}
 	_, err := q.Client.Decide(ctx, id, req)
-	var se *api.StatusError
+	var se *client.StatusError
 	if errors.As(err, &se) {
 		switch se.Err.Code {
 		case "not_found":

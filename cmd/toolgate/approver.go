@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/render"
 	"github.com/urfave/cli/v2"
 )
@@ -18,38 +19,38 @@ import (
 // serves the ledger, wherever it was started. It starts none: an ask waits
 // only while a daemon runs, so with none there is nothing to decide, and a
 // person's command must not leave a daemon behind (exit 69).
-func approverClient() *api.Client { return personClient(livePaths().ApproveSocket()) }
+func approverClient() *client.Client { return personClient(livePaths().ApproveSocket()) }
 
 // followingClient looks for the daemon again on every connection: watch
 // and notify wait for one to start.
-func followingClient() *api.Client {
+func followingClient() *client.Client {
 	c := personClient("")
 	c.Locate = func() string { return livePaths().ApproveSocket() }
 	return c
 }
 
 // personClient is a client of the daemon for a person's command: it
-// believes only a toolgate daemon without no_new_privs (api.Trust), not
+// believes only a toolgate daemon without no_new_privs (client.Trust), not
 // whatever a process of the user's put on the socket's path.
-func personClient(socket string) *api.Client {
-	c := api.NewClient(socket)
+func personClient(socket string) *client.Client {
+	c := client.NewClient(socket)
 	self, _ := os.Executable()
 	// Inside a contained session (a command the model runs) the daemon's
 	// executable cannot be read: the checks from inside apply, and the
 	// daemon then refuses what such a process asks of it.
-	c.VerifyPeer = api.Trust{Exe: self, AnyToolgate: true, Contained: os.Getenv("TOOLGATE_CONTAINED") == "1"}.Verify
+	c.VerifyPeer = client.Trust{Exe: self, AnyToolgate: true, Contained: os.Getenv("TOOLGATE_CONTAINED") == "1"}.Verify
 	return c
 }
 
 // approverError turns the daemon's refusals into what a person reads and
 // the exit code a script reads.
 func approverError(err error) error {
-	var se *api.StatusError
+	var se *client.StatusError
 	if fe := fleetError(err); fe != err {
 		return fe // the fleet's database, out of reach
 	}
 	switch {
-	case api.IsUnavailable(err):
+	case client.IsUnavailable(err):
 		return notRunning(err)
 	case errors.As(err, &se) && se.Err.Code == "not_found":
 		return &dataError{fmt.Errorf("%s in the ledger\nTry: toolgate pending", strings.TrimSuffix(se.Err.Message, ": not found"))}
@@ -65,7 +66,7 @@ func approverError(err error) error {
 
 // notRunning is the daemon out of reach, said for a person.
 func notRunning(err error) error {
-	var ue *api.UnavailableError
+	var ue *client.UnavailableError
 	if errors.As(err, &ue) && (errors.Is(ue.Err, syscall.ENOENT) || errors.Is(ue.Err, syscall.ECONNREFUSED)) {
 		return &gateUnavailable{fmt.Errorf("no toolgate daemon is running (nothing listens on %s), so no ask is waiting\n"+
 			"Try: toolgate daemon status; asks wait while a toolgate run or an installed session runs", ue.SocketPath)}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/internal/clip"
 	"github.com/toolgate/toolgate/render"
 	"github.com/urfave/cli/v2"
@@ -63,15 +64,15 @@ func runAuditList(ctx context.Context, w io.Writer, session string, asJSON bool)
 	if err != nil {
 		return err
 	}
-	client := personClient(p.Socket())
+	gate := personClient(p.Socket())
 	if session != "" {
-		var se *api.StatusError
-		if _, err := client.Session(ctx, session); errors.As(err, &se) && se.Err.Code == "not_found" {
+		var se *client.StatusError
+		if _, err := gate.Session(ctx, session); errors.As(err, &se) && se.Err.Code == "not_found" {
 			return &dataError{fmt.Errorf("no session %q in the ledger\nTry: toolgate audit (every call, with its session); a toolgate run report names its session_id", session)}
 		}
 	}
-	calls, err := client.Calls(ctx, session)
-	if api.IsUnavailable(err) {
+	calls, err := gate.Calls(ctx, session)
+	if client.IsUnavailable(err) {
 		return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate serve (or toolgate audit export --ledger DIR while no daemon runs)", err)}
 	}
 	if err != nil {

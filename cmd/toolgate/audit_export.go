@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/urfave/cli/v2"
 )
 
@@ -51,5 +51,5 @@ func runAuditExport(ctx context.Context, w io.Writer, ledgerDir, output string) 
 		defer f.Close()
 		w = f
 	}
-	return withAuditor(ctx, ledgerDir, func(c *api.Client) error { return c.ExportAudit(ctx, w) })
+	return withAuditor(ctx, ledgerDir, func(c *client.Client) error { return c.ExportAudit(ctx, w) })
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/urfave/cli/v2"
 )
 
@@ -73,7 +74,7 @@ type pruneJSON struct {
 
 func runAuditPrune(ctx context.Context, w io.Writer, ledgerDir string, before time.Time, asJSON bool) error {
 	var rec api.Pruned
-	err := withAuditor(ctx, ledgerDir, func(c *api.Client) error {
+	err := withAuditor(ctx, ledgerDir, func(c *client.Client) error {
 		var err error
 		rec, err = c.PruneAudit(ctx, before)
 		return err

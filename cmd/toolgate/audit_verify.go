@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/urfave/cli/v2"
 )
@@ -150,14 +151,14 @@ func runAuditVerify(ctx context.Context, w io.Writer, opts verifyOptions) error 
 	if opts.file != "" {
 		res, err = verifyFile(ctx, opts)
 	} else {
-		err = withAuditor(ctx, opts.ledgerDir, func(c *api.Client) error {
+		err = withAuditor(ctx, opts.ledgerDir, func(c *client.Client) error {
 			var err error
 			if res, err = c.VerifyAudit(ctx); err != nil || res.Broken != nil {
 				return err
 			}
 			return checkAnchors(opts.anchors, res, func(seq uint64) (string, error) {
 				raw, err := c.AuditEvent(ctx, seq)
-				var se *api.StatusError
+				var se *client.StatusError
 				if errors.As(err, &se) && se.Err.Code == "not_found" {
 					return "", nil
 				}
@@ -214,9 +215,9 @@ func verifyFile(ctx context.Context, opts verifyOptions) (api.VerifyResult, erro
 		return res, ledger.CheckExport(res, nil, ledger.Event{})
 	}
 	var recorded ledger.Event
-	err = withAuditor(ctx, opts.ledgerDir, func(c *api.Client) error {
+	err = withAuditor(ctx, opts.ledgerDir, func(c *client.Client) error {
 		raw, err := c.AuditEvent(ctx, trailer.Event)
-		var se *api.StatusError
+		var se *client.StatusError
 		if errors.As(err, &se) && se.Err.Code == "not_found" {
 			return nil // no such event: CheckExport says so
 		}

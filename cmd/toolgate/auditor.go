@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/toolgate/toolgate/api"
-	"github.com/toolgate/toolgate/daemon"
+	"github.com/toolgate/toolgate/client"
+	"github.com/toolgate/toolgate/paths"
 )
 
 // withAuditor calls fn with a client of the approvers' socket of the
@@ -18,7 +18,7 @@ import (
 // when none runs) when ledgerDir is "" or the one it serves; otherwise a
 // private daemon started for that ledger in a private runtime directory,
 // and stopped once fn returns. Only a daemon opens a ledger.
-func withAuditor(ctx context.Context, ledgerDir string, fn func(*api.Client) error) error {
+func withAuditor(ctx context.Context, ledgerDir string, fn func(*client.Client) error) error {
 	if ledgerDir == "" {
 		paths, err := ensureDaemon(ctx)
 		if err != nil {
@@ -34,7 +34,7 @@ func withAuditor(ctx context.Context, ledgerDir string, fn func(*api.Client) err
 		return fmt.Errorf("no ledger at %s: %w\nTry: --ledger DIR or %s", dir, err, ledgerEnv)
 	}
 	// The daemon that serves it, wherever it was started, or the user's.
-	for _, paths := range []api.Paths{envPaths(dir).Live(), livePaths()} {
+	for _, paths := range []paths.Paths{envPaths(dir).Live(), livePaths()} {
 		if st, err := personClient(paths.Socket()).Status(ctx); err == nil && st.Ledger == dir {
 			return auditorError(fn(personClient(paths.ApproveSocket())))
 		}
@@ -44,12 +44,12 @@ func withAuditor(ctx context.Context, ledgerDir string, fn func(*api.Client) err
 		return err
 	}
 	defer os.RemoveAll(runtime)
-	private := api.Paths{RuntimeDir: filepath.Join(runtime, "toolgate"), StateDir: runtime, Ledger: dir}
+	private := paths.Paths{RuntimeDir: filepath.Join(runtime, "toolgate"), StateDir: runtime, Ledger: dir}
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	client, _, err := daemon.Ensure(ctx, daemon.StartConfig{Paths: private, Self: self, IdleExit: time.Minute})
+	client, _, err := client.Ensure(ctx, client.StartConfig{Paths: private, Self: self, IdleExit: time.Minute})
 	if err != nil {
 		return &gateUnavailable{fmt.Errorf("open the ledger %s: %w\nTry: toolgate audit verify (or export) "+
 			"with the XDG_RUNTIME_DIR of the daemon that holds it", dir, err)}
@@ -60,7 +60,7 @@ func withAuditor(ctx context.Context, ledgerDir string, fn func(*api.Client) err
 
 // stopDaemon ends a daemon this process started, and waits until it has
 // closed its ledger.
-func stopDaemon(c *api.Client, p api.Paths) {
+func stopDaemon(c *client.Client, p paths.Paths) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	st, err := c.Status(ctx)
@@ -68,17 +68,17 @@ func stopDaemon(c *api.Client, p api.Paths) {
 		return
 	}
 	syscall.Kill(st.PID, syscall.SIGTERM)
-	for deadline := time.Now().Add(10 * time.Second); daemon.Alive(p) && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); client.Alive(p) && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
 // auditorError turns the daemon's failures into what a person reads.
 func auditorError(err error) error {
-	if api.IsUnavailable(err) {
+	if client.IsUnavailable(err) {
 		return &gateUnavailable{fmt.Errorf("%w\nTry: toolgate doctor", err)}
 	}
-	var se *api.StatusError
+	var se *client.StatusError
 	switch {
 	case errors.As(err, &se) && se.Err.Code == "self_approval":
 		return &permissionError{fmt.Errorf("refused: %s", se.Err.Message)}

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/internal/proc"
+	"github.com/toolgate/toolgate/paths"
 	"github.com/urfave/cli/v2"
 )
 
@@ -70,7 +72,7 @@ type daemonStatusJSON struct {
 	Log           string `json:"log"`
 	// LastStop, when no daemon runs, is why the last one stopped on its
 	// own, if it left a note.
-	LastStop *api.StopNote `json:"last_stop,omitempty"`
+	LastStop *paths.StopNote `json:"last_stop,omitempty"`
 	*api.StatusResponse
 }
 
@@ -78,11 +80,11 @@ func runDaemonStatus(ctx context.Context, w io.Writer, asJSON bool) error {
 	p := livePaths()
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	st, err := api.NewClient(p.Socket()).Status(ctx)
+	st, err := client.NewClient(p.Socket()).Status(ctx)
 	out := daemonStatusJSON{SchemaVersion: 1, Running: err == nil, Ledger: p.LedgerDir(), Log: p.LogFile()}
 	if err == nil {
 		out.StatusResponse, out.Ledger = &st, st.Ledger
-	} else if note, ok := api.ReadStopNote(p); ok {
+	} else if note, ok := paths.ReadStopNote(p); ok {
 		out.LastStop = &note
 	}
 	if asJSON {
@@ -96,7 +98,7 @@ func runDaemonStatus(ctx context.Context, w io.Writer, asJSON bool) error {
 	}
 	if err != nil {
 		last := ""
-		if note, ok := api.ReadStopNote(p); ok {
+		if note, ok := paths.ReadStopNote(p); ok {
 			last = fmt.Sprintf("\nThe last daemon (pid %d) stopped at %s: %s", note.PID, note.At.Local().Format(time.DateTime), note.Reason)
 		}
 		return &gateUnavailable{fmt.Errorf("no toolgate daemon serves the ledger %s (nothing answers on %s)%s\n"+
@@ -179,7 +181,7 @@ EXIT STATUS
 // pid comes from the kernel (the socket's peer), not from what the
 // daemon says of itself.
 func runDaemonStop(ctx context.Context, stderr io.Writer, timeout time.Duration) error {
-	c := api.NewClient(livePaths().Socket())
+	c := client.NewClient(livePaths().Socket())
 	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	peer, err := c.Peer(sctx)

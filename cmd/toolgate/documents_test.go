@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/internal/gatetest"
 	"github.com/toolgate/toolgate/internal/schematest"
+	"github.com/toolgate/toolgate/paths"
 )
 
 // useGate points the CLI at a real daemon started for the test.
-func useGate(t *testing.T) api.Paths {
+func useGate(t *testing.T) paths.Paths {
 	t.Helper()
 	p := gatetest.Daemon(t)
 	t.Setenv("TOOLGATE_RUNTIME_DIR", p.RuntimeDir)
@@ -23,9 +25,9 @@ func useGate(t *testing.T) api.Paths {
 
 // register registers a session of policy doc whose asks wait up to
 // timeout, run by a supervisor that is not the test.
-func register(t *testing.T, p api.Paths, doc string, timeout time.Duration, cwd string) string {
+func register(t *testing.T, p paths.Paths, doc string, timeout time.Duration, cwd string) string {
 	t.Helper()
-	s, err := api.NewClient(p.Socket()).Register(context.Background(), api.RegisterRequest{Policy: json.RawMessage(doc),
+	s, err := client.NewClient(p.Socket()).Register(context.Background(), api.RegisterRequest{Policy: json.RawMessage(doc),
 		PolicyName: "p.json", SupervisorPID: gatetest.Supervisor(t), ApprovalTimeout: api.Duration(timeout), Cwd: cwd, Home: "/home/u"})
 	if err != nil {
 		t.Fatal(err)
@@ -40,9 +42,9 @@ const documentsPolicy = `{"version":2,"default":"ask","rules":[
 
 // prompt proposes one call as Claude Code does (its PreToolUse hook, then
 // the permission prompt) and returns the prompt's verdict.
-func prompt(t *testing.T, p api.Paths, session, id, tool, input string) api.Verdict {
+func prompt(t *testing.T, p paths.Paths, session, id, tool, input string) api.Verdict {
 	t.Helper()
-	c := api.NewClient(p.Socket())
+	c := client.NewClient(p.Socket())
 	event := `{"hook_event_name":"PreToolUse","tool_name":"` + tool + `","tool_input":` + input + `,"tool_use_id":"` + id + `"}`
 	if _, err := c.Hook(context.Background(), api.HookRequest{SessionID: session, Event: json.RawMessage(event)}); err != nil {
 		t.Fatalf("PreToolUse: %v", err)
@@ -79,7 +81,7 @@ func TestEmittedDocumentsMatchTheirSchemas(t *testing.T) {
 	decideByCLI(t, p, "deny", deny.ApprovalID)
 	expiring := register(t, p, documentsPolicy, 10*time.Millisecond, "/project")
 	expired := prompt(t, p, expiring, "toolu_expire", "Bash", `{"command":"git push"}`)
-	if v, err := api.NewClient(p.Socket()).Wait(context.Background(), expired.ApprovalID); err != nil || v.ReasonCode != api.ReasonApprovalExpired {
+	if v, err := client.NewClient(p.Socket()).Wait(context.Background(), expired.ApprovalID); err != nil || v.ReasonCode != api.ReasonApprovalExpired {
 		t.Fatalf("wait for the expiry: %+v %v", v, err)
 	}
 	for _, id := range []string{approve.ApprovalID, deny.ApprovalID, expired.ApprovalID} {
@@ -94,12 +96,12 @@ func TestEmittedDocumentsMatchTheirSchemas(t *testing.T) {
 
 // decideByCLI decides an approval with the CLI, and waits for its write-back
 // as toolgate run does.
-func decideByCLI(t *testing.T, p api.Paths, verb, id string) {
+func decideByCLI(t *testing.T, p paths.Paths, verb, id string) {
 	t.Helper()
 	if code, _, errOut := run(t, "", verb, id); code != 0 {
 		t.Fatalf("%s %s: %d %s", verb, id, code, errOut)
 	}
-	if _, err := api.NewClient(p.Socket()).Wait(context.Background(), id); err != nil {
+	if _, err := client.NewClient(p.Socket()).Wait(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
 }

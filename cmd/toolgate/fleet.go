@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/fleet"
 	"github.com/urfave/cli/v2"
 )
@@ -96,7 +96,7 @@ func fleetPending(cliCtx *cli.Context, dsn string) error {
 
 // approverSource is what watch and notify follow and decide on: the fleet's
 // queue with --fleet, else this machine's daemon's (started when none runs).
-func approverSource(cliCtx *cli.Context) (api.Approver, func(), error) {
+func approverSource(cliCtx *cli.Context) (client.Approver, func(), error) {
 	if dsn := cliCtx.String("fleet"); dsn != "" {
 		ap, err := dialFleet(cliCtx.Context, dsn)
 		if err != nil {

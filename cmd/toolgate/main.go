@@ -11,7 +11,7 @@
 //	TOOLGATE_POLICY        the policy file (run, policy test / explain / export-settings)
 //	TOOLGATE_LEDGER        the ledger directory
 //	TOOLGATE_RUNTIME_DIR   sockets and locks ($XDG_RUNTIME_DIR/toolgate); when set,
-//	                       the daemon is looked for there only (see api.PathsFrom)
+//	                       the daemon is looked for there only (see paths.From)
 //	TOOLGATE_STATE_DIR     the ledger and the daemon's log ($XDG_STATE_HOME/toolgate)
 //	TOOLGATE_CLAUDE        the claude executable (run, demo)
 //	TOOLGATE_HOOK          the toolgate-hook executable (run)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/ledger"
 	"github.com/toolgate/toolgate/policy"
 	"github.com/urfave/cli/v2"
@@ -215,7 +216,7 @@ func replay(ctx context.Context, o diffOptions, oldP, newP *policy.Policy) (hist
 		if o.ledger != "" {
 			h.Source, h.Path = "ledger", o.ledger
 		}
-		err = withAuditor(ctx, o.ledger, func(c *api.Client) error { return c.History(ctx, o.since, o.until, feed) })
+		err = withAuditor(ctx, o.ledger, func(c *client.Client) error { return c.History(ctx, o.since, o.until, feed) })
 	}
 	h.HistoryReport = r.Report()
 	return h, err

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
+	"github.com/toolgate/toolgate/paths"
 )
 
 // benchCalls are the calls of the benchmark's sessions, in turn: the docs
@@ -69,13 +71,13 @@ func BenchmarkPolicyDiffHistory100k(b *testing.B) {
 
 // benchDaemon starts toolgate serve in directories of the benchmark's and
 // returns the environment that reaches it.
-func benchDaemon(b *testing.B, bin string) ([]string, api.Paths) {
+func benchDaemon(b *testing.B, bin string) ([]string, paths.Paths) {
 	rt, err := os.MkdirTemp("", "tgb")
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { os.RemoveAll(rt) })
-	p := api.Paths{RuntimeDir: filepath.Join(rt, "toolgate"), StateDir: filepath.Join(b.TempDir(), "state")}
+	p := paths.Paths{RuntimeDir: filepath.Join(rt, "toolgate"), StateDir: filepath.Join(b.TempDir(), "state")}
 	env := append(os.Environ(), "TOOLGATE_RUNTIME_DIR="+p.RuntimeDir, "TOOLGATE_STATE_DIR="+p.StateDir)
 	serve := exec.Command(bin, "serve")
 	serve.Env = env
@@ -83,7 +85,7 @@ func benchDaemon(b *testing.B, bin string) ([]string, api.Paths) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { serve.Process.Signal(syscall.SIGTERM); serve.Wait() })
-	c := api.NewClient(p.Socket())
+	c := client.NewClient(p.Socket())
 	for _, err := c.Status(context.Background()); err != nil; _, err = c.Status(context.Background()) {
 		time.Sleep(20 * time.Millisecond) // the daemon is starting
 	}
@@ -92,8 +94,8 @@ func benchDaemon(b *testing.B, bin string) ([]string, api.Paths) {
 
 // recordBenchCalls sends n PreToolUse events in sessions of the design
 // article's first policy, 16 at a time.
-func recordBenchCalls(b *testing.B, p api.Paths, n, sessions int) {
-	c := api.NewClient(p.Socket())
+func recordBenchCalls(b *testing.B, p paths.Paths, n, sessions int) {
+	c := client.NewClient(p.Socket())
 	doc, err := os.ReadFile(articleBefore)
 	if err != nil {
 		b.Fatal(err)

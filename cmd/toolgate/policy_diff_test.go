@@ -10,16 +10,18 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
+	"github.com/toolgate/toolgate/paths"
 )
 
 const articleBefore = "../../testdata/diff/protected-branch-before.json"
 
 // recordCalls records calls through a real daemon's gate, as the hook
 // does (PreToolUse), in a session of the article's first policy.
-func recordCalls(t *testing.T, p api.Paths, doc string) {
+func recordCalls(t *testing.T, p paths.Paths, doc string) {
 	t.Helper()
 	session := register(t, p, doc, time.Hour, "/project")
-	c := api.NewClient(p.Socket())
+	c := client.NewClient(p.Socket())
 	for id, call := range map[string]string{
 		"toolu_docs1":   `"tool_name":"mcp__docs__search","tool_input":{"q":"rate limits"}`,
 		"toolu_docs2":   `"tool_name":"mcp__docs__search","tool_input":{"q":"retries"}`,

@@ -13,15 +13,17 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/daemon"
+	"github.com/toolgate/toolgate/paths"
 )
 
 // Gate is a running daemon and a session registered with it.
 type Gate struct {
-	Client   *api.Client // gate.sock: what toolgate run talks to
-	Approver *api.Client // approve.sock: what people talk to
+	Client   *client.Client // gate.sock: what toolgate run talks to
+	Approver *client.Client // approve.sock: what people talk to
 	Session  string
-	Paths    api.Paths
+	Paths    paths.Paths
 }
 
 // Start starts a daemon until the test ends, and registers a session whose
@@ -30,7 +32,7 @@ type Gate struct {
 func Start(t *testing.T, timeout time.Duration) *Gate {
 	t.Helper()
 	p := Daemon(t)
-	g := &Gate{Client: api.NewClient(p.Socket()), Approver: api.NewClient(p.ApproveSocket()), Paths: p}
+	g := &Gate{Client: client.NewClient(p.Socket()), Approver: client.NewClient(p.ApproveSocket()), Paths: p}
 	s, err := g.Client.Register(context.Background(), api.RegisterRequest{Policy: json.RawMessage(`{"version":1,"default":"ask","rules":[]}`),
 		PolicyName: "p", SupervisorPID: Supervisor(t), ApprovalTimeout: api.Duration(timeout)})
 	if err != nil {
@@ -42,14 +44,14 @@ func Start(t *testing.T, timeout time.Duration) *Gate {
 
 // Daemon starts a daemon in the test's process, on real sockets and a
 // real ledger in directories of the test's, until the test ends.
-func Daemon(t *testing.T) api.Paths {
+func Daemon(t *testing.T) paths.Paths {
 	t.Helper()
 	rt, err := os.MkdirTemp("", "tgt") // short: socket paths are limited
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(rt) })
-	p := api.Paths{RuntimeDir: filepath.Join(rt, "toolgate"), StateDir: filepath.Join(t.TempDir(), "state")}
+	p := paths.Paths{RuntimeDir: filepath.Join(rt, "toolgate"), StateDir: filepath.Join(t.TempDir(), "state")}
 	ctx, cancel := context.WithCancel(context.Background())
 	r, w, err := os.Pipe()
 	if err != nil {

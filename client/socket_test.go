@@ -1,4 +1,4 @@
-package api
+package client
 
 import (
 	"bufio"
@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/api"
 )
 
 // rawPeer listens on a new socket and runs serve on every connection.
@@ -273,7 +275,7 @@ func TestNoDescriptorLeak(t *testing.T) {
 				t.Fatal(err)
 			}
 			short, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
-			if _, err := c.Hook(short, HookRequest{}); err == nil {
+			if _, err := c.Hook(short, api.HookRequest{}); err == nil {
 				t.Fatal("a hook past its context answered")
 			}
 			if _, err := c.Deferred(short); err == nil {
@@ -453,7 +455,7 @@ func TestNetHTTPResponses(t *testing.T) {
 			if _, err := c.Deferred(ctx); err != nil {
 				t.Errorf("keep %v: a closed connection: %v", keep, err)
 			}
-			if _, err := c.Hook(ctx, HookRequest{}); err != nil {
+			if _, err := c.Hook(ctx, api.HookRequest{}); err != nil {
 				t.Errorf("keep %v: odd headers: %v", keep, err)
 			}
 		}

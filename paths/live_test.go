@@ -1,4 +1,4 @@
-package api
+package paths
 
 import (
 	"encoding/json"
@@ -143,17 +143,17 @@ func deadPID(t *testing.T) int {
 	return p.Pid
 }
 
-func TestPathsFrom(t *testing.T) {
+func TestPathsComeFromTheEnvironment(t *testing.T) {
 	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
-	p := PathsFrom(env(map[string]string{"HOME": "/h", "XDG_RUNTIME_DIR": "/run/x"}))
+	p := From(env(map[string]string{"HOME": "/h", "XDG_RUNTIME_DIR": "/run/x"}))
 	if p.RuntimeDir != "/run/x/toolgate" || p.StateDir != "/h/.local/state/toolgate" || p.LedgerDir() != "/h/.local/state/toolgate/ledger" || p.Pinned {
 		t.Errorf("desktop: %+v", p)
 	}
-	p = PathsFrom(env(map[string]string{"HOME": "/h", "TOOLGATE_RUNTIME_DIR": "/r", "TOOLGATE_LEDGER": "/l", "XDG_STATE_HOME": "/s"}))
+	p = From(env(map[string]string{"HOME": "/h", "TOOLGATE_RUNTIME_DIR": "/r", "TOOLGATE_LEDGER": "/l", "XDG_STATE_HOME": "/s"}))
 	if p.RuntimeDir != "/r" || !p.Pinned || p.LedgerDir() != "/l" || p.StateDir != "/s/toolgate" {
 		t.Errorf("named: %+v", p)
 	}
-	p = PathsFrom(env(map[string]string{"HOME": "/h"}))
+	p = From(env(map[string]string{"HOME": "/h"}))
 	want := filepath.Join(os.TempDir(), "toolgate-"+strconv.Itoa(os.Getuid()))
 	if ownDir(UserRuntimeDir()) == nil {
 		want = filepath.Join(UserRuntimeDir(), "toolgate")

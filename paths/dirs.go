@@ -1,15 +1,17 @@
-package daemon
+package paths
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
+	"syscall"
 
-	"github.com/toolgate/toolgate/api"
+	"golang.org/x/sys/unix"
 )
 
-// makeRuntimeDir creates the runtime directory 0700 and checks that it is
+// MakeRuntimeDir creates the runtime directory 0700 and checks that it is
 // ours: a socket in a directory another user controls is not safe.
-func makeRuntimeDir(p api.Paths) error {
+func (p Paths) MakeRuntimeDir() error {
 	if err := os.MkdirAll(p.SpoolDir(), 0o700); err != nil {
 		return fmt.Errorf("runtime directory: %w", err)
 	}
@@ -34,10 +36,36 @@ func makeRuntimeDir(p api.Paths) error {
 	return nil
 }
 
-// stateDir creates the state directory 0700.
-func stateDir(p api.Paths) error {
+// MakeStateDir creates the state directory 0700.
+func (p Paths) MakeStateDir() error {
 	if err := os.MkdirAll(p.StateDir, 0o700); err != nil {
 		return fmt.Errorf("state directory: %w", err)
 	}
 	return nil
+}
+
+func ownerUID(info fs.FileInfo) (int, bool) {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
+}
+
+// Lock takes an exclusive flock on path, waiting when wait is set. The
+// lock lives as long as the returned file is open (or the process).
+func Lock(path string, wait bool) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	how := unix.LOCK_EX
+	if !wait {
+		how |= unix.LOCK_NB
+	}
+	if err := unix.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }

@@ -1,4 +1,4 @@
-package api
+package client
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/toolgate/toolgate/paths"
 )
 
 // Trust is what a client of gate.sock requires of the process that
@@ -66,7 +68,7 @@ func (t Trust) Verify(p Peer) error {
 // noNewPrivsOff refuses a daemon with no_new_privs: everything a contained
 // session starts carries it, and the gate never does.
 func noNewPrivsOff(pid int) error {
-	status, err := ReadRegular(fmt.Sprintf("/proc/%d/status", pid), 1<<20)
+	status, err := paths.ReadRegular(fmt.Sprintf("/proc/%d/status", pid), 1<<20)
 	if err != nil {
 		return fmt.Errorf("the process on the gate's socket (pid %d) cannot be identified: %w", pid, err)
 	}
@@ -80,7 +82,7 @@ func (t Trust) verifyFromInside(p Peer) error {
 	if insideDomain(p.PID) {
 		return fmt.Errorf("the process on the gate's socket (pid %d) runs inside this session's containment: it cannot be the gate", p.PID)
 	}
-	status, err := ReadRegular(fmt.Sprintf("/proc/%d/status", p.PID), 1<<20) // not waiting on a lease: see ReadRegular
+	status, err := paths.ReadRegular(fmt.Sprintf("/proc/%d/status", p.PID), 1<<20) // not waiting on a lease: see ReadRegular
 	if err != nil {
 		return fmt.Errorf("the process on the gate's socket (pid %d) cannot be identified: %w", p.PID, err)
 	}

@@ -1,4 +1,4 @@
-package api
+package client
 
 import (
 	"bufio"
@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/api"
 )
 
 // socketPath is a path for a Unix socket, in a directory of its own
@@ -46,20 +48,20 @@ func serve(t *testing.T, h http.HandlerFunc) *Client {
 func TestClientOverNetHTTP(t *testing.T) {
 	big := strings.Repeat("x", 3<<20)
 	c := serve(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(HeaderProtocol) == "" || r.Host != "toolgate" {
+		if r.Header.Get(api.HeaderProtocol) == "" || r.Host != "toolgate" {
 			http.Error(w, "no protocol header", 400)
 			return
 		}
 		switch r.URL.Path {
 		case "/v1/status": // small: Content-Length
-			json.NewEncoder(w).Encode(StatusResponse{Protocol: ProtocolVersion, PID: 7})
+			json.NewEncoder(w).Encode(api.StatusResponse{Protocol: api.ProtocolVersion, PID: 7})
 		case "/v1/sessions": // echoes the body back, large: chunked
-			var req RegisterRequest
+			var req api.RegisterRequest
 			json.NewDecoder(r.Body).Decode(&req)
-			json.NewEncoder(w).Encode(Session{ID: req.PolicyName + "-" + big})
+			json.NewEncoder(w).Encode(api.Session{ID: req.PolicyName + "-" + big})
 		case "/v1/hook": // an error envelope
 			w.WriteHeader(http.StatusServiceUnavailable)
-			json.NewEncoder(w).Encode(Error{Message: "the gate could not", Code: "internal"})
+			json.NewEncoder(w).Encode(api.Error{Message: "the gate could not", Code: "internal"})
 		case "/v1/calls": // not JSON at all
 			http.Error(w, "plain failure", 500)
 		}
@@ -68,10 +70,10 @@ func TestClientOverNetHTTP(t *testing.T) {
 	if st, err := c.Status(ctx); err != nil || st.PID != 7 {
 		t.Errorf("status: %+v %v", st, err)
 	}
-	if s, err := c.Register(ctx, RegisterRequest{PolicyName: "p"}); err != nil || s.ID != "p-"+big {
+	if s, err := c.Register(ctx, api.RegisterRequest{PolicyName: "p"}); err != nil || s.ID != "p-"+big {
 		t.Errorf("a chunked 3 MB answer: %d bytes, %v", len(s.ID), err)
 	}
-	_, err := c.Hook(ctx, HookRequest{Event: json.RawMessage(`{}`)})
+	_, err := c.Hook(ctx, api.HookRequest{Event: json.RawMessage(`{}`)})
 	var se *StatusError
 	if !errors.As(err, &se) || se.Status != 503 || se.Err.Code != "internal" || errorCode(err) != "internal" {
 		t.Errorf("an error envelope: %v", err)
@@ -91,11 +93,11 @@ func TestEscapedAsTheServerReadsThem(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
 		got <- r.PathValue("id")
-		json.NewEncoder(w).Encode(Session{})
+		json.NewEncoder(w).Encode(api.Session{})
 	})
 	mux.HandleFunc("GET /v1/calls", func(w http.ResponseWriter, r *http.Request) {
 		got <- r.URL.Query().Get("session")
-		json.NewEncoder(w).Encode(CallsResponse{})
+		json.NewEncoder(w).Encode(api.CallsResponse{})
 	})
 	mux.HandleFunc("GET /v1/history", func(w http.ResponseWriter, r *http.Request) {
 		got <- r.URL.Query().Get("since") + " " + r.URL.Query().Get("until")
@@ -117,7 +119,7 @@ func TestEscapedAsTheServerReadsThem(t *testing.T) {
 		}
 	}
 	since, until := time.Date(2026, 12, 1, 23, 0, 0, 5, time.FixedZone("x", 3600)), time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
-	if err := c.History(ctx, since, until, func(HistoryItem) error { return nil }); err != nil {
+	if err := c.History(ctx, since, until, func(api.HistoryItem) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if seen, want := <-got, since.UTC().Format(time.RFC3339Nano)+" "+until.Format(time.RFC3339Nano); seen != want {
@@ -133,8 +135,8 @@ func TestClientStreamsAndCancels(t *testing.T) {
 		switch r.URL.Path {
 		case "/v1/watch":
 			enc := json.NewEncoder(w)
-			for _, typ := range []string{EventSnapshot, EventRequested} {
-				enc.Encode(WatchEvent{Type: typ})
+			for _, typ := range []string{api.EventSnapshot, api.EventRequested} {
+				enc.Encode(api.WatchEvent{Type: typ})
 				w.(http.Flusher).Flush()
 				<-release
 			}
@@ -147,7 +149,7 @@ func TestClientStreamsAndCancels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{EventSnapshot, EventRequested} {
+	for _, want := range []string{api.EventSnapshot, api.EventRequested} {
 		ev, err := stream.Next() // each arrives before the server goes on: the reader does not wait for the end
 		if err != nil || ev.Type != want {
 			t.Fatalf("event %+v %v, want %s", ev, err, want)
@@ -259,7 +261,7 @@ func TestKeepAlive(t *testing.T) {
 	}
 	conns := make(chan net.Conn, 10)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(StatusResponse{PID: 7})
+		json.NewEncoder(w).Encode(api.StatusResponse{PID: 7})
 	}), ConnState: func(c net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			conns <- c

@@ -1,4 +1,4 @@
-package api
+package paths
 
 import (
 	"encoding/json"
@@ -76,7 +76,7 @@ func DecodeDaemonRecord(data []byte) (DaemonRecord, error) {
 
 func (p Paths) readDaemonRecord(decode func([]byte) (DaemonRecord, error)) (DaemonRecord, error) {
 	var rec DaemonRecord
-	f, info, err := openRegular(p.DaemonRecordFile(), syscall.O_NOFOLLOW|os.O_RDONLY)
+	f, info, err := OpenRegular(p.DaemonRecordFile(), syscall.O_NOFOLLOW|os.O_RDONLY)
 	if err != nil {
 		return rec, err
 	}

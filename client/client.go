@@ -1,4 +1,4 @@
-package api
+package client
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/toolgate/toolgate/api"
 )
 
 // Client talks to the daemon over its Unix socket. Its zero value is not
@@ -32,7 +34,7 @@ type Client struct {
 
 	// Locate, when set, names the socket for each new connection instead
 	// of SocketPath: an approver that waits for a daemon finds it wherever
-	// it starts (see Paths.Live).
+	// it starts (see paths.Paths.Live).
 	Locate func() string
 
 	mu   sync.Mutex
@@ -81,7 +83,7 @@ func NeverSent(err error) bool { var e *UnavailableError; return errors.As(err, 
 // StatusError is an error the daemon answered.
 type StatusError struct {
 	Status int
-	Err    Error
+	Err    api.Error
 }
 
 func (e *StatusError) Error() string { return e.Err.Message }
@@ -129,63 +131,63 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte) ([]
 func statusError(status int, data []byte) *StatusError {
 	se := &StatusError{Status: status}
 	if json.Unmarshal(data, &se.Err) != nil || se.Err.Message == "" {
-		se.Err = Error{Message: strings.TrimSpace(string(data)), Code: "http_" + strconv.Itoa(status)}
+		se.Err = api.Error{Message: strings.TrimSpace(string(data)), Code: "http_" + strconv.Itoa(status)}
 	}
 	return se
 }
 
 // Status asks the daemon how it is.
-func (c *Client) Status(ctx context.Context) (StatusResponse, error) {
-	var r StatusResponse
+func (c *Client) Status(ctx context.Context) (api.StatusResponse, error) {
+	var r api.StatusResponse
 	return r, c.do(ctx, "GET", "/v1/status", nil, &r)
 }
 
 // Register registers a session.
-func (c *Client) Register(ctx context.Context, r RegisterRequest) (Session, error) {
-	var s Session
+func (c *Client) Register(ctx context.Context, r api.RegisterRequest) (api.Session, error) {
+	var s api.Session
 	return s, c.do(ctx, "POST", "/v1/sessions", r, &s)
 }
 
 // Session returns a session.
-func (c *Client) Session(ctx context.Context, id string) (Session, error) {
-	var s Session
+func (c *Client) Session(ctx context.Context, id string) (api.Session, error) {
+	var s api.Session
 	return s, c.do(ctx, "GET", "/v1/sessions/"+escape(id), nil, &s)
 }
 
 // EndSession marks a session ended.
-func (c *Client) EndSession(ctx context.Context, id string) (EndedSession, error) {
-	return c.EndSessionFor(ctx, id, EndEnded)
+func (c *Client) EndSession(ctx context.Context, id string) (api.EndedSession, error) {
+	return c.EndSessionFor(ctx, id, api.EndEnded)
 }
 
 // EndSessionFor marks a session ended for reason: EndEnded, or
 // EndInterrupted when its supervisor was stopped.
-func (c *Client) EndSessionFor(ctx context.Context, id, reason string) (EndedSession, error) {
-	var s EndedSession
-	return s, c.do(ctx, "POST", "/v1/sessions/"+escape(id)+"/end", EndSessionRequest{Reason: reason}, &s)
+func (c *Client) EndSessionFor(ctx context.Context, id, reason string) (api.EndedSession, error) {
+	var s api.EndedSession
+	return s, c.do(ctx, "POST", "/v1/sessions/"+escape(id)+"/end", api.EndSessionRequest{Reason: reason}, &s)
 }
 
 // Resume takes up a deferred session again, once: the caller becomes its
 // owner.
-func (c *Client) Resume(ctx context.Context, id string, r ResumeRequest) (Session, error) {
-	var s Session
+func (c *Client) Resume(ctx context.Context, id string, r api.ResumeRequest) (api.Session, error) {
+	var s api.Session
 	return s, c.do(ctx, "POST", "/v1/sessions/"+escape(id)+"/resume", r, &s)
 }
 
 // Deferred lists the sessions that deferred a call for a person.
-func (c *Client) Deferred(ctx context.Context) ([]DeferredSession, error) {
-	var r DeferredResponse
+func (c *Client) Deferred(ctx context.Context) ([]api.DeferredSession, error) {
+	var r api.DeferredResponse
 	return r.Sessions, c.do(ctx, "GET", "/v1/deferred", nil, &r)
 }
 
 // SessionCalls lists the calls of one session.
-func (c *Client) SessionCalls(ctx context.Context, id string) ([]Call, error) {
-	var r CallsResponse
+func (c *Client) SessionCalls(ctx context.Context, id string) ([]api.Call, error) {
+	var r api.CallsResponse
 	return r.Calls, c.do(ctx, "GET", "/v1/sessions/"+escape(id)+"/calls", nil, &r)
 }
 
 // Calls lists calls, of one session when sessionID is set.
-func (c *Client) Calls(ctx context.Context, sessionID string) ([]Call, error) {
-	var r CallsResponse
+func (c *Client) Calls(ctx context.Context, sessionID string) ([]api.Call, error) {
+	var r api.CallsResponse
 	path := "/v1/calls"
 	if sessionID != "" {
 		path += "?session=" + escape(sessionID)
@@ -194,14 +196,14 @@ func (c *Client) Calls(ctx context.Context, sessionID string) ([]Call, error) {
 }
 
 // Outcomes reports what became of calls of a session (its owner only).
-func (c *Client) Outcomes(ctx context.Context, sessionID string, o []Outcome) (OutcomesResponse, error) {
-	var r OutcomesResponse
-	return r, c.do(ctx, "POST", "/v1/sessions/"+escape(sessionID)+"/outcomes", OutcomesRequest{Outcomes: o}, &r)
+func (c *Client) Outcomes(ctx context.Context, sessionID string, o []api.Outcome) (api.OutcomesResponse, error) {
+	var r api.OutcomesResponse
+	return r, c.do(ctx, "POST", "/v1/sessions/"+escape(sessionID)+"/outcomes", api.OutcomesRequest{Outcomes: o}, &r)
 }
 
 // Hook forwards one hook event.
-func (c *Client) Hook(ctx context.Context, r HookRequest) (HookResponse, error) {
-	var out HookResponse
+func (c *Client) Hook(ctx context.Context, r api.HookRequest) (api.HookResponse, error) {
+	var out api.HookResponse
 	return out, c.do(ctx, "POST", "/v1/hook", r, &out)
 }
 
@@ -214,7 +216,7 @@ func (c *Client) HookJSON(ctx context.Context, body []byte) ([]byte, error) {
 }
 
 // Prompt asks the gate to decide one permission_prompt call.
-func (c *Client) Prompt(ctx context.Context, r PromptRequest) (Verdict, error) {
-	var v Verdict
+func (c *Client) Prompt(ctx context.Context, r api.PromptRequest) (api.Verdict, error) {
+	var v api.Verdict
 	return v, c.do(ctx, "POST", "/v1/prompt", r, &v)
 }

@@ -1,4 +1,4 @@
-package api
+package client
 
 import (
 	"bufio"
@@ -9,6 +9,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/toolgate/toolgate/api"
 )
 
 // The client speaks HTTP/1.1 over the daemon's Unix socket itself, one
@@ -142,7 +144,7 @@ func (c *Client) exchange(ctx context.Context, cc *conn, method, path string, bo
 		return nil, answered, &UnavailableError{SocketPath: cc.sock, Err: err, Sent: sent}
 	}
 	var req bytes.Buffer
-	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: toolgate\r\n%s: %d\r\n", method, path, HeaderProtocol, ProtocolVersion)
+	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: toolgate\r\n%s: %d\r\n", method, path, api.HeaderProtocol, api.ProtocolVersion)
 	if !c.KeepAlive {
 		req.WriteString("Connection: close\r\n")
 	}

@@ -1,24 +1,12 @@
-package api
+package paths
 
 import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 )
 
-// DefaultApprovalTimeout is how long an ask of a toolgate run session waits
-// for a person when neither the run nor the rule says otherwise.
-const DefaultApprovalTimeout = 15 * time.Minute
-
-// DefaultInstalledApprovalTimeout is how long a PermissionRequest of a
-// session gated by toolgate install's hook waits for a person when the
-// installed hook does not say otherwise. A rule's approval_timeout may
-// shorten it, never lengthen it: Claude Code kills the hook at its own
-// timeout, which install derives from this one.
-const DefaultInstalledApprovalTimeout = 5 * time.Minute
-
-// PathsFrom derives every path toolgate uses from the environment (getenv
+// From derives every path toolgate uses from the environment (getenv
 // is how the caller reads it). It is the one place that does: the CLI, the
 // daemon and the hook binary all call it, so that they always meet.
 //
@@ -32,7 +20,7 @@ const DefaultInstalledApprovalTimeout = 5 * time.Minute
 //
 // Clients then call Live, which finds the daemon that serves the ledger
 // whatever runtime directory it was started with.
-func PathsFrom(getenv func(string) string) Paths {
+func From(getenv func(string) string) Paths {
 	p := Paths{StateDir: xdgDir(getenv, "TOOLGATE_STATE_DIR", "XDG_STATE_HOME", ".local/state"), Ledger: getenv("TOOLGATE_LEDGER")}
 	switch {
 	case filepath.IsAbs(getenv("TOOLGATE_RUNTIME_DIR")):

@@ -1,4 +1,4 @@
-package api
+package paths
 
 import (
 	"encoding/json"
@@ -42,7 +42,7 @@ func WriteStopNote(p Paths, n StopNote) int {
 	}
 	written := 0
 	for _, path := range p.StopNoteFiles() {
-		f, _, err := openRegular(path, syscall.O_NOFOLLOW|os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+		f, _, err := OpenRegular(path, syscall.O_NOFOLLOW|os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 		if err != nil {
 			continue
 		}
@@ -78,7 +78,7 @@ func StopNoteOf(p Paths, pid int) (StopNote, bool) {
 }
 
 func readStopNote(path string) (StopNote, error) {
-	f, _, err := openRegular(path, syscall.O_NOFOLLOW|os.O_RDONLY)
+	f, _, err := OpenRegular(path, syscall.O_NOFOLLOW|os.O_RDONLY)
 	if err != nil {
 		return StopNote{}, err
 	}

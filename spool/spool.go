@@ -1,4 +1,4 @@
-package api
+package spool
 
 import (
 	"bufio"
@@ -9,14 +9,16 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/toolgate/toolgate/paths"
 )
 
-// SpoolLine is one line of a session's spool file: a hook event that had
+// Line is one line of a session's spool file: a hook event that had
 // to be answered without the daemon (a PreToolUse denied gate_unavailable,
 // a PostToolUse that could not be recorded). The hook and toolgate run's
 // prompt tool append lines; the daemon puts them in the ledger when it is
 // back, and run's report counts the denials.
-type SpoolLine struct {
+type Line struct {
 	Time       time.Time       `json:"time"`
 	Event      string          `json:"hook_event_name"`
 	ToolUseID  string          `json:"tool_use_id,omitempty"`
@@ -27,17 +29,17 @@ type SpoolLine struct {
 	Error      string          `json:"error,omitempty"`
 }
 
-// AppendSpool appends one line to a spool file, creating it (0600, in a
+// Append appends one line to a spool file, creating it (0600, in a
 // 0700 directory) when needed. The line is one write, so that the lines of
 // concurrent hooks never interleave.
-func AppendSpool(path string, l SpoolLine) error {
+func Append(path string, l Line) error {
 	line, err := json.Marshal(l)
 	if err != nil {
 		return err
 	}
-	f, _, err := openRegular(path, syscall.O_NOFOLLOW|os.O_WRONLY|os.O_APPEND|os.O_CREATE)
+	f, _, err := paths.OpenRegular(path, syscall.O_NOFOLLOW|os.O_WRONLY|os.O_APPEND|os.O_CREATE)
 	if errors.Is(err, fs.ErrNotExist) && os.MkdirAll(filepath.Dir(path), 0o700) == nil {
-		f, _, err = openRegular(path, syscall.O_NOFOLLOW|os.O_WRONLY|os.O_APPEND|os.O_CREATE) // no daemon ever ran here
+		f, _, err = paths.OpenRegular(path, syscall.O_NOFOLLOW|os.O_WRONLY|os.O_APPEND|os.O_CREATE) // no daemon ever ran here
 	}
 	if err != nil {
 		return err
@@ -49,10 +51,10 @@ func AppendSpool(path string, l SpoolLine) error {
 	return err
 }
 
-// ReadSpool reads a spool file; a line that is not a SpoolLine with a
+// Read reads a spool file; a line that is not a Line with a
 // tool_use_id is skipped. A missing file is no lines.
-func ReadSpool(path string) ([]SpoolLine, error) {
-	f, _, err := openRegular(path, syscall.O_NOFOLLOW|os.O_RDONLY)
+func Read(path string) ([]Line, error) {
+	f, _, err := paths.OpenRegular(path, syscall.O_NOFOLLOW|os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -60,11 +62,11 @@ func ReadSpool(path string) ([]SpoolLine, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var out []SpoolLine
+	var out []Line
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 128<<10), 1<<20)
 	for sc.Scan() {
-		var l SpoolLine
+		var l Line
 		if json.Unmarshal(sc.Bytes(), &l) != nil || l.ToolUseID == "" {
 			continue
 		}

@@ -1,24 +1,26 @@
-package api
+package client
 
 import (
 	"context"
 	"errors"
 	"sort"
 	"time"
+
+	"github.com/toolgate/toolgate/api"
 )
 
 // FollowSource is what Follow needs of the daemon: a *Client on the
 // approvers' socket.
 type FollowSource interface {
 	Watch(ctx context.Context) (*Watcher, error)
-	Approval(ctx context.Context, id string) (ApprovalDetail, error)
+	Approval(ctx context.Context, id string) (api.ApprovalDetail, error)
 }
 
 // Approver is what a person's tool (watch, notify) needs of the daemon: a
 // *Client on the approvers' socket.
 type Approver interface {
 	FollowSource
-	Decide(ctx context.Context, id string, r DecideRequest) (ApprovalDetail, error)
+	Decide(ctx context.Context, id string, r api.DecideRequest) (api.ApprovalDetail, error)
 }
 
 // Change is one change of what waits for a person, or of the connection
@@ -31,10 +33,10 @@ type Change struct {
 	// Added are approvals that became pending; Removed are approvals that
 	// stopped being pending (decided or expired: their Status and Decision
 	// say how), including those decided while the stream was down.
-	Added, Removed []ApprovalDetail
+	Added, Removed []api.ApprovalDetail
 	// Pending is everything pending after the change, the soonest to
 	// expire first.
-	Pending []ApprovalDetail
+	Pending []api.ApprovalDetail
 }
 
 // ReconnectDelay is how long Follow waits before it connects again.
@@ -49,7 +51,7 @@ const ReconnectDelay = time.Second
 // approval already settled, as a refused decision may cause) is not
 // reported. fn is called from Follow's goroutine, one change at a time.
 func Follow(ctx context.Context, src FollowSource, fn func(Change)) {
-	f := follower{src: src, fn: fn, pending: map[string]ApprovalDetail{}}
+	f := follower{src: src, fn: fn, pending: map[string]api.ApprovalDetail{}}
 	for ctx.Err() == nil {
 		w, err := src.Watch(ctx)
 		if err == nil {
@@ -85,15 +87,15 @@ func Follow(ctx context.Context, src FollowSource, fn func(Change)) {
 type follower struct {
 	src      FollowSource
 	fn       func(Change)
-	pending  map[string]ApprovalDetail
+	pending  map[string]api.ApprovalDetail
 	saidDown bool
 }
 
-func (f *follower) apply(ctx context.Context, ev WatchEvent) {
+func (f *follower) apply(ctx context.Context, ev api.WatchEvent) {
 	var c Change
 	switch ev.Type {
-	case EventSnapshot:
-		now := map[string]ApprovalDetail{}
+	case api.EventSnapshot:
+		now := map[string]api.ApprovalDetail{}
 		for _, d := range ev.Pending {
 			now[d.Approval.ID] = d
 			if _, known := f.pending[d.Approval.ID]; !known {
@@ -112,16 +114,16 @@ func (f *follower) apply(ctx context.Context, ev WatchEvent) {
 		f.pending = now
 		sortByExpiry(c.Added)
 		sortByExpiry(c.Removed)
-	case EventRequested:
-		if ev.Approval == nil || ev.Approval.Approval.Status != StatusPending {
+	case api.EventRequested:
+		if ev.Approval == nil || ev.Approval.Approval.Status != api.StatusPending {
 			return
 		}
 		if _, known := f.pending[ev.Approval.Approval.ID]; known {
 			return
 		}
 		f.pending[ev.Approval.Approval.ID] = *ev.Approval
-		c.Added = []ApprovalDetail{*ev.Approval}
-	case EventDecided, EventExpired:
+		c.Added = []api.ApprovalDetail{*ev.Approval}
+	case api.EventDecided, api.EventExpired:
 		if ev.Approval == nil {
 			return
 		}
@@ -129,7 +131,7 @@ func (f *follower) apply(ctx context.Context, ev WatchEvent) {
 			return // settled before: nothing changed
 		}
 		delete(f.pending, ev.Approval.Approval.ID)
-		c.Removed = []ApprovalDetail{*ev.Approval}
+		c.Removed = []api.ApprovalDetail{*ev.Approval}
 	default:
 		return
 	}
@@ -140,8 +142,8 @@ func (f *follower) apply(ctx context.Context, ev WatchEvent) {
 }
 
 // list is what is pending, the soonest to expire first.
-func (f *follower) list() []ApprovalDetail {
-	out := make([]ApprovalDetail, 0, len(f.pending))
+func (f *follower) list() []api.ApprovalDetail {
+	out := make([]api.ApprovalDetail, 0, len(f.pending))
 	for _, d := range f.pending {
 		out = append(out, d)
 	}
@@ -149,7 +151,7 @@ func (f *follower) list() []ApprovalDetail {
 	return out
 }
 
-func sortByExpiry(list []ApprovalDetail) {
+func sortByExpiry(list []api.ApprovalDetail) {
 	sort.Slice(list, func(i, j int) bool {
 		a, b := list[i].Approval, list[j].Approval
 		if !a.ExpiresAt.Equal(b.ExpiresAt) {

@@ -1,4 +1,4 @@
-package daemon
+package client
 
 import (
 	"bufio"
@@ -11,13 +11,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/paths"
 	"golang.org/x/sys/unix"
 )
 
 // StartConfig says how to start a daemon on demand.
 type StartConfig struct {
-	Paths    api.Paths
+	Paths    paths.Paths
 	Self     string        // the toolgate executable
 	IdleExit time.Duration // passed to toolgate serve
 	Timeout  time.Duration // how long to wait for it to be ready; 10 s when 0
@@ -27,31 +27,31 @@ type StartConfig struct {
 // gate.sock), and the paths it serves, starting one (toolgate serve,
 // detached, in its own session, logging to Paths.LogFile) when none
 // answers. The daemon is found where its record beside the ledger says,
-// whatever runtime directory cfg.Paths names (see api.Paths.Live); a new
+// whatever runtime directory cfg.Paths names (see paths.Paths.Live); a new
 // one is started in cfg.Paths.RuntimeDir. A lock file beside the ledger
 // serializes concurrent starters, so two runs never start two daemons,
 // whatever their environments.
-func Ensure(ctx context.Context, cfg StartConfig) (*api.Client, api.Paths, error) {
+func Ensure(ctx context.Context, cfg StartConfig) (*Client, paths.Paths, error) {
 	closeInherited()
 	p := cfg.Paths.Live()
-	client := api.NewClient(p.Socket())
+	client := NewClient(p.Socket())
 	if daemonAnswers(ctx, client) {
 		return client, p, nil
 	}
-	if err := stateDir(cfg.Paths); err != nil {
+	if err := cfg.Paths.MakeStateDir(); err != nil {
 		return nil, p, err
 	}
-	lock, err := lockFile(cfg.Paths.StartLock(), true)
+	lock, err := paths.Lock(cfg.Paths.StartLock(), true)
 	if err != nil {
 		return nil, p, fmt.Errorf("start lock: %w", err)
 	}
 	defer lock.Close()
 	p = cfg.Paths.Live()
-	client = api.NewClient(p.Socket())
+	client = NewClient(p.Socket())
 	if daemonAnswers(ctx, client) { // another process started it while we waited
 		return client, p, nil
 	}
-	if err := makeRuntimeDir(p); err != nil {
+	if err := p.MakeRuntimeDir(); err != nil {
 		return nil, p, err
 	}
 	cfg.Paths = p
@@ -64,7 +64,7 @@ func Ensure(ctx context.Context, cfg StartConfig) (*api.Client, api.Paths, error
 	return client, p, nil
 }
 
-func daemonAnswers(ctx context.Context, c *api.Client) bool {
+func daemonAnswers(ctx context.Context, c *Client) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	_, err := c.Status(ctx)
@@ -73,8 +73,8 @@ func daemonAnswers(ctx context.Context, c *api.Client) bool {
 
 // Alive reports whether a daemon holds the daemon lock, without talking
 // to it: a dead daemon's lock is released by the kernel.
-func Alive(p api.Paths) bool {
-	f, err := lockFile(p.DaemonLock(), false)
+func Alive(p paths.Paths) bool {
+	f, err := paths.Lock(p.DaemonLock(), false)
 	if err != nil {
 		return true
 	}
@@ -85,7 +85,7 @@ func Alive(p api.Paths) bool {
 // startDaemon runs "toolgate serve" detached and waits until it says it is
 // ready on a pipe, or fails, or the timeout passes.
 func startDaemon(ctx context.Context, cfg StartConfig) error {
-	if err := stateDir(cfg.Paths); err != nil {
+	if err := cfg.Paths.MakeStateDir(); err != nil {
 		return err
 	}
 	logf, err := os.OpenFile(cfg.Paths.LogFile(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)

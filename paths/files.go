@@ -1,4 +1,4 @@
-package api
+package paths
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"syscall"
 )
 
-// openRegular opens the file at path with flag, and refuses it unless it
+// OpenRegular opens the file at path with flag, and refuses it unless it
 // is a regular file, before a read or a write. It never waits to open:
 // what a gate reads or writes on a tool call's way must not hold the call
 // up until Claude Code's timeout for the hook, which lets it run. A FIFO
@@ -20,7 +20,7 @@ import (
 // toolgate's own (spool files, the daemon record) are opened O_NOFOLLOW:
 // their directory is the user's, so any process of theirs can put a
 // symbolic link to another file there.
-func openRegular(path string, flag int) (*os.File, fs.FileInfo, error) {
+func OpenRegular(path string, flag int) (*os.File, fs.FileInfo, error) {
 	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		return nil, nil, err
@@ -37,10 +37,10 @@ func openRegular(path string, flag int) (*os.File, fs.FileInfo, error) {
 }
 
 // ReadRegular reads the regular file at path (through links), of at most
-// max bytes, without waiting to open it (openRegular): a device such as
+// max bytes, without waiting to open it (OpenRegular): a device such as
 // /dev/zero, which would be read without end, is refused too.
 func ReadRegular(path string, max int64) ([]byte, error) {
-	f, _, err := openRegular(path, os.O_RDONLY)
+	f, _, err := OpenRegular(path, os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}
