@@ -37,7 +37,6 @@ package hook
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -56,9 +55,6 @@ import (
 
 // MaxEvent bounds the event read from stdin. A larger one is denied.
 const MaxEvent = 8 << 20
-
-// maxSpooledInput bounds the tool input kept in the spool file.
-const maxSpooledInput = 64 << 10
 
 // Timeout bounds the round trip to the daemon: the hook must answer well
 // before the timeout Claude Code gives it (30 s), or the CLI would treat its
@@ -255,13 +251,7 @@ func spoolEvent(path, event string, raw []byte, cause error) {
 	if path == "" {
 		return
 	}
-	ev := gjson.ParseBytes(raw)
-	line := spool.Line{Time: time.Now().UTC(), Event: event, ReasonCode: api.ReasonGateUnavailable, Error: cause.Error(),
-		ToolUseID: ev.Get("tool_use_id").Str, ToolName: ev.Get("tool_name").Str, AgentID: ev.Get("agent_id").Str}
-	if in := ev.Get("tool_input"); in.IsObject() && len(in.Raw) <= maxSpooledInput {
-		line.Input = json.RawMessage(in.Raw)
-	}
-	spool.Append(path, line) // nowhere to report a failure: the deny stands
+	spool.Append(path, spool.Unanswered(event, raw, api.ReasonGateUnavailable, cause)) // nowhere to report a failure: the deny stands
 }
 
 // writeAnswer prints the answer to an event (claudecode.Answer).

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/paths"
 )
 
@@ -28,6 +29,23 @@ type Line struct {
 	ReasonCode string          `json:"reason_code"`
 	Error      string          `json:"error,omitempty"`
 }
+
+// Unanswered is the line for a hook event (raw, as Claude Code sent it)
+// that was answered without the daemon's verdict, with reasonCode and
+// cause: the fail-closed record the hook binary and toolgate run's
+// endpoint both keep. The tool input is kept when it is small.
+func Unanswered(event string, raw []byte, reasonCode string, cause error) Line {
+	ev := gjson.ParseBytes(raw)
+	l := Line{Time: time.Now().UTC(), Event: event, ReasonCode: reasonCode, Error: cause.Error(),
+		ToolUseID: ev.Get("tool_use_id").Str, ToolName: ev.Get("tool_name").Str, AgentID: ev.Get("agent_id").Str}
+	if in := ev.Get("tool_input"); in.IsObject() && len(in.Raw) <= maxInput {
+		l.Input = json.RawMessage(in.Raw)
+	}
+	return l
+}
+
+// maxInput bounds the tool input kept in a line.
+const maxInput = 64 << 10
 
 // Append appends one line to a spool file, creating it (0600, in a
 // 0700 directory) when needed. The line is one write, so that the lines of

@@ -229,9 +229,9 @@ func (h *hookServer) decideBy(ctx context.Context, raw []byte) (api.Verdict, boo
 
 // proposalOf is the call a PreToolUse event proposes, as run keeps what it
 // answered for it (runner.saw).
-func proposalOf(raw []byte) api.PromptRequest {
+func proposalOf(raw []byte) proposal {
 	ev := gjson.ParseBytes(raw)
-	return api.PromptRequest{ToolUseID: ev.Get("tool_use_id").Str, ToolName: ev.Get("tool_name").Str,
+	return proposal{ToolUseID: ev.Get("tool_use_id").Str, ToolName: ev.Get("tool_name").Str,
 		Input: json.RawMessage(ev.Get("tool_input").Raw)}
 }
 
@@ -340,17 +340,8 @@ func (h *hookServer) localDeny(raw []byte, cause error) api.Verdict {
 // daemon's record.
 func (h *hookServer) denyWith(raw []byte, v api.Verdict, cause error) api.Verdict {
 	h.r.log.Error("http hook: denied "+v.ReasonCode, "err", cause)
-	ev := gjson.ParseBytes(raw)
-	line := spool.Line{Time: time.Now().UTC(), Event: api.PreToolUse, ReasonCode: v.ReasonCode, Error: cause.Error(),
-		ToolUseID: ev.Get("tool_use_id").Str, ToolName: ev.Get("tool_name").Str, AgentID: ev.Get("agent_id").Str}
-	if in := ev.Get("tool_input"); in.IsObject() && len(in.Raw) <= maxSpooledInput {
-		line.Input = json.RawMessage(in.Raw)
-	}
-	if line.ToolUseID != "" {
+	if line := spool.Unanswered(api.PreToolUse, raw, v.ReasonCode, cause); line.ToolUseID != "" {
 		spool.Append(h.r.spool, line) // nowhere to report a failure: the deny stands
 	}
 	return v
 }
-
-// maxSpooledInput bounds the tool input kept in the spool file.
-const maxSpooledInput = 64 << 10

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -11,6 +12,15 @@ import (
 	"github.com/toolgate/toolgate/render"
 	"github.com/toolgate/toolgate/spool"
 )
+
+// proposal is a call as run answered it, whichever way it came (the http
+// hook's event, the prompt tool's request): what the report keeps
+// (runner.saw) and an ask's line shows (runner.announce).
+type proposal struct {
+	ToolUseID string
+	ToolName  string
+	Input     json.RawMessage
+}
 
 // promptDecider answers the prompt tool through the daemon. An ask waits
 // for a person, telling the CLI it is still waiting (progress), and
@@ -25,9 +35,10 @@ const ProgressInterval = 2 * time.Second
 
 func (p *promptDecider) Decide(ctx context.Context, req api.PromptRequest, progress func(string)) (api.Verdict, error) {
 	req.SessionID = p.r.session
+	call := proposal{ToolUseID: req.ToolUseID, ToolName: req.ToolName, Input: req.Input}
 	if err := p.r.gate.Lost(); err != nil {
 		v := api.Deny(api.ReasonGateUnavailable, api.SourceGate)
-		p.r.saw(req, v)
+		p.r.saw(call, v)
 		return v, nil
 	}
 	announced := false
@@ -36,7 +47,7 @@ func (p *promptDecider) Decide(ctx context.Context, req api.PromptRequest, progr
 		if err == nil && v.Effect == api.EffectAsk {
 			if !announced {
 				announced = true
-				p.r.announce(req, v)
+				p.r.announce(call, v)
 			}
 			id := v.ApprovalID
 			if v, err = p.wait(ctx, id, progress); err == nil {
@@ -44,7 +55,7 @@ func (p *promptDecider) Decide(ctx context.Context, req api.PromptRequest, progr
 			}
 		}
 		if err == nil {
-			p.r.saw(req, v)
+			p.r.saw(call, v)
 			return v, nil
 		}
 		if ctx.Err() != nil {
@@ -55,8 +66,8 @@ func (p *promptDecider) Decide(ctx context.Context, req api.PromptRequest, progr
 		}
 		p.r.log.Error("permission prompt", "tool_use_id", req.ToolUseID, "err", err)
 		v = api.Deny(api.ReasonGateUnavailable, api.SourceGate)
-		p.r.spoolDeny(req, v)
-		p.r.saw(req, v)
+		p.r.spoolDeny(call, v)
+		p.r.saw(call, v)
 		return v, nil
 	}
 }
@@ -91,7 +102,7 @@ func (p *promptDecider) wait(ctx context.Context, id string, progress func(strin
 }
 
 // announce prints the one progress line of an ask on stderr.
-func (r *runner) announce(req api.PromptRequest, v api.Verdict) {
+func (r *runner) announce(req proposal, v api.Verdict) {
 	left := ""
 	if v.ExpiresAt != nil {
 		left = "; expires in " + time.Until(*v.ExpiresAt).Round(time.Second).String()
@@ -124,14 +135,14 @@ func (r *runner) decided(id string, v api.Verdict) {
 }
 
 // spoolDeny records a call denied without the daemon, as the hook does.
-func (r *runner) spoolDeny(req api.PromptRequest, v api.Verdict) {
+func (r *runner) spoolDeny(req proposal, v api.Verdict) {
 	spool.Append(r.spool, spool.Line{Time: time.Now().UTC(), Event: api.PreToolUse, ToolUseID: req.ToolUseID,
 		ToolName: req.ToolName, ReasonCode: v.ReasonCode})
 }
 
 // saw keeps what run itself answered for a call, for the report: the
 // daemon's record is checked against it.
-func (r *runner) saw(req api.PromptRequest, v api.Verdict) {
+func (r *runner) saw(req proposal, v api.Verdict) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.answered == nil {
