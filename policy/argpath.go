@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/policy/bash"
 )
 
 // argumentUnderOp matches a shell command line in which some program gets
@@ -37,13 +38,13 @@ func (op argumentUnderOp) find(v gjson.Result, ev *evalCtx) string {
 	s := ev.script(v.Str)
 	deny := op.effect != api.EffectAllow
 	switch {
-	case s.unknown != "" && deny:
-		return "the script may run what the matcher cannot see: " + s.unknown
-	case s.unknown != "":
+	case s.Unknown != "" && deny:
+		return "the script may run what the matcher cannot see: " + s.Unknown
+	case s.Unknown != "":
 		return ""
 	}
 	dirs := ev.normalizeEntries(op.dirs)
-	for _, w := range s.pathWords() {
+	for _, w := range s.PathWords() {
 		if found := op.word(s, w, dirs, ev, deny); found != "" {
 			return found
 		}
@@ -62,21 +63,21 @@ func (op argumentUnderOp) find(v gjson.Result, ev *evalCtx) string {
 // named entry of the list reads it too (grep -r token ~ reads ~/.netrc).
 // The list's patterns are not looked for inside a tree: a .env may be in
 // any directory, and grep -rn TODO . stays what it is.
-func (op argumentUnderOp) wholeTrees(s *script, dirs []string, ev *evalCtx) string {
-	for _, cmd := range s.commands {
-		for _, c := range cmd.cands {
-			if !readsTrees(c.argv) {
+func (op argumentUnderOp) wholeTrees(s *bash.Script, dirs []string, ev *evalCtx) string {
+	for _, cmd := range s.Commands {
+		for _, c := range cmd.Cands {
+			if !readsTrees(c.Argv) {
 				continue
 			}
-			for _, w := range c.argv[1:] {
-				if !w.known || strings.HasPrefix(w.s, "-") {
+			for _, w := range c.Argv[1:] {
+				if !w.Known || strings.HasPrefix(w.Value, "-") {
 					continue
 				}
-				got, _ := s.leads(w, ev.call.Cwd, ev.call.Home, false)
+				got, _ := s.Leads(w, ev.call.Cwd, ev.call.Home, false)
 				for _, p := range got {
 					for i, d := range dirs {
-						if !hasGlob(d) && !strings.HasPrefix(d, "!") && d != p && pathUnder(d, p) {
-							return fmt.Sprintf("`%s` reads all of %s, %s included", argvText(c.argv), p, op.dirs[i])
+						if !bash.HasGlob(d) && !strings.HasPrefix(d, "!") && d != p && pathUnder(d, p) {
+							return fmt.Sprintf("`%s` reads all of %s, %s included", argvText(c.Argv), p, op.dirs[i])
 						}
 					}
 				}
@@ -88,11 +89,11 @@ func (op argumentUnderOp) wholeTrees(s *script, dirs []string, ev *evalCtx) stri
 
 // readsTrees reports whether a program reads the directories it is given
 // whole: always (rg, tar ...), or with its recursive option.
-func readsTrees(argv []word) bool {
-	if len(argv) == 0 || !argv[0].known {
+func readsTrees(argv []bash.Word) bool {
+	if len(argv) == 0 || !argv[0].Known {
 		return false
 	}
-	switch path.Base(argv[0].s) {
+	switch path.Base(argv[0].Value) {
 	case "rg", "ag", "ack", "tar", "rsync", "zip":
 		return true
 	case "grep", "egrep", "fgrep", "diff", "cp", "scp", "git":
@@ -101,13 +102,13 @@ func readsTrees(argv []word) bool {
 	}
 	for _, a := range argv[1:] {
 		switch {
-		case !a.known:
+		case !a.Known:
 			return true
-		case a.s == "--recursive" || a.s == "--dereference-recursive" || a.s == "--archive" || a.s == "--directories=recurse":
+		case a.Value == "--recursive" || a.Value == "--dereference-recursive" || a.Value == "--archive" || a.Value == "--directories=recurse":
 			return true
-		case len(a.s) > 1 && a.s[0] == '-' && a.s[1] != '-' && strings.ContainsAny(a.s, "rRa"):
-			return path.Base(argv[0].s) != "git"
-		case a.s == "grep" && path.Base(argv[0].s) == "git":
+		case len(a.Value) > 1 && a.Value[0] == '-' && a.Value[1] != '-' && strings.ContainsAny(a.Value, "rRa"):
+			return path.Base(argv[0].Value) != "git"
+		case a.Value == "grep" && path.Base(argv[0].Value) == "git":
 			return true // git grep reads the tree of each path it names
 		}
 	}
@@ -118,25 +119,25 @@ func readsTrees(argv []word) bool {
 // -exec, -execdir, -ok and -okdir run ({}): any file under its starting
 // points whose name its -name may match, dot files included. (A find that
 // only prints names opens none.)
-func (op argumentUnderOp) findVisits(s *script, dirs []string, ev *evalCtx) string {
-	for _, cmd := range s.commands {
-		for _, c := range cmd.cands {
-			if len(c.argv) == 0 || !c.argv[0].known || path.Base(c.argv[0].s) != "find" || !findRuns(c.argv) {
+func (op argumentUnderOp) findVisits(s *bash.Script, dirs []string, ev *evalCtx) string {
+	for _, cmd := range s.Commands {
+		for _, c := range cmd.Cands {
+			if len(c.Argv) == 0 || !c.Argv[0].Known || path.Base(c.Argv[0].Value) != "find" || !findRuns(c.Argv) {
 				continue
 			}
-			roots, name := findRoots(c.argv)
+			roots, name := findRoots(c.Argv)
 			for _, r := range roots {
-				if !r.known {
-					return fmt.Sprintf("find starts from %s, only known at run time", r.raw)
+				if !r.Known {
+					return fmt.Sprintf("find starts from %s, only known at run time", r.Raw)
 				}
-				got, ok := s.leads(r, ev.call.Cwd, ev.call.Home, false)
+				got, ok := s.Leads(r, ev.call.Cwd, ev.call.Home, false)
 				if !ok {
-					return fmt.Sprintf("find starts from %s, which may be anywhere", r.raw)
+					return fmt.Sprintf("find starts from %s, which may be anywhere", r.Raw)
 				}
 				for _, p := range got {
 					for i, d := range dirs {
 						if !strings.HasPrefix(d, "!") && findReaches(p, name, d) {
-							return fmt.Sprintf("find hands what it runs the files under %s named %s, which may be under %s", r.raw, name, op.dirs[i])
+							return fmt.Sprintf("find hands what it runs the files under %s named %s, which may be under %s", r.Raw, name, op.dirs[i])
 						}
 					}
 				}
@@ -152,7 +153,7 @@ func (op argumentUnderOp) findVisits(s *script, dirs []string, ev *evalCtx) stri
 // with a name that name may match (or is a directory, whose files may
 // have any name).
 func findReaches(root, name, entry string) bool {
-	if !hasGlob(entry) {
+	if !bash.HasGlob(entry) {
 		if pathUnder(root, entry) {
 			return true
 		}
@@ -171,9 +172,9 @@ func findReaches(root, name, entry string) bool {
 }
 
 // findRuns reports whether find runs a program on what it finds.
-func findRuns(argv []word) bool {
+func findRuns(argv []bash.Word) bool {
 	for _, a := range argv[1:] {
-		if a.known && (a.s == "-exec" || a.s == "-execdir" || a.s == "-ok" || a.s == "-okdir") {
+		if a.Known && (a.Value == "-exec" || a.Value == "-execdir" || a.Value == "-ok" || a.Value == "-okdir") {
 			return true
 		}
 	}
@@ -182,31 +183,31 @@ func findRuns(argv []word) bool {
 
 // findRoots are find's starting points (. when it names none), and the
 // name its files must match: the pattern of its only -name, else *.
-func findRoots(argv []word) ([]word, string) {
-	var roots []word
+func findRoots(argv []bash.Word) ([]bash.Word, string) {
+	var roots []bash.Word
 	i := 1
-	for i < len(argv) && argv[i].known && (argv[i].s == "-L" || argv[i].s == "-H" || argv[i].s == "-P") {
+	for i < len(argv) && argv[i].Known && (argv[i].Value == "-L" || argv[i].Value == "-H" || argv[i].Value == "-P") {
 		i++
 	}
 	for ; i < len(argv); i++ {
 		a := argv[i]
-		if a.known && (strings.HasPrefix(a.s, "-") || a.s == "(" || a.s == "!") {
+		if a.Known && (strings.HasPrefix(a.Value, "-") || a.Value == "(" || a.Value == "!") {
 			break
 		}
 		roots = append(roots, a)
 	}
 	if len(roots) == 0 {
-		roots = []word{literalWord(".")}
+		roots = []bash.Word{bash.Literal(".")}
 	}
 	name, names := "*", 0
 	for j := i; j+1 < len(argv); j++ {
 		switch {
-		case !argv[j].known:
+		case !argv[j].Known:
 			names = 2
-		case argv[j].s == "-name" || argv[j].s == "-iname":
+		case argv[j].Value == "-name" || argv[j].Value == "-iname":
 			names++
-			if argv[j+1].known && argv[j].s == "-name" {
-				name = argv[j+1].s
+			if argv[j+1].Known && argv[j].Value == "-name" {
+				name = argv[j+1].Value
 			} else {
 				names = 2
 			}
@@ -218,58 +219,13 @@ func findRoots(argv []word) ([]word, string) {
 	return roots, name
 }
 
-// pathWords is every word of the script a program may take as a path:
-// not a process substitution's /dev/fd path, nor a word only known at run
-// time or a glob given to a program that reads no file's contents (echo
-// $PATH, ls *: a function of such a name is walked as its own commands).
-// What they print may still become another program's arguments: a script
-// that may do that (xargs, a redirection into a file) or may turn a
-// builtin off (enable -n echo, then a program named echo runs) has every
-// word counted, and a known path always counts.
-func (s *script) pathWords() []word {
-	printed := len(s.redirs) == 0
-	for _, cmd := range s.commands {
-		if len(cmd.argv) > 0 && (!cmd.argv[0].known || cmd.argv[0].s == "enable") {
-			printed = false
-		}
-		for _, c := range cmd.cands {
-			printed = printed && !c.stdinArgs
-		}
-	}
-	var out []word
-	for _, cmd := range s.commands {
-		out = append(out, cmd.assigns...)
-		onlyPrinted := printed && len(cmd.argv) > 0 && cmd.argv[0].known && readsNoContents[cmd.argv[0].s]
-		for i, w := range cmd.argv {
-			if w.fd || onlyPrinted && i > 0 && !w.known {
-				continue
-			}
-			if i > 0 || !w.known || strings.Contains(w.s, "/") {
-				out = append(out, w)
-			}
-		}
-	}
-	for _, w := range s.redirs {
-		if !w.fd {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-// readsNoContents are the programs that print their arguments, or what
-// the file system says of the paths they name (names, sizes, modes), and
-// read no file's contents.
-var readsNoContents = map[string]bool{"echo": true, "printf": true, "ls": true, "stat": true, "du": true,
-	"basename": true, "dirname": true, "realpath": true, "test": true, "[": true}
-
 // word checks one word: as a whole, and its value after = (--file=PATH).
-func (op argumentUnderOp) word(s *script, w word, dirs []string, ev *evalCtx, deny bool) string {
-	if !w.known {
-		if w.glob {
+func (op argumentUnderOp) word(s *bash.Script, w bash.Word, dirs []string, ev *evalCtx, deny bool) string {
+	if !w.Known {
+		if w.Glob {
 			return op.glob(s, w, dirs, ev, deny)
 		}
-		if items, ok := s.loopValues(w); ok && deny {
+		if items, ok := s.LoopValues(w); ok && deny {
 			for _, item := range items {
 				if found := op.word(s, item, dirs, ev, deny); found != "" {
 					return found
@@ -278,28 +234,28 @@ func (op argumentUnderOp) word(s *script, w word, dirs []string, ev *evalCtx, de
 			return ""
 		}
 		if deny {
-			return fmt.Sprintf("word %s is only known at run time", w.raw)
+			return fmt.Sprintf("word %s is only known at run time", w.Raw)
 		}
 		return ""
 	}
 	for _, eq := range []bool{false, true} {
-		if eq && !strings.Contains(w.s, "=") {
+		if eq && !strings.Contains(w.Value, "=") {
 			break
 		}
-		where := s.paths
+		where := s.Paths
 		if deny {
-			where = s.leads
+			where = s.Leads
 		}
 		got, ok := where(w, ev.call.Cwd, ev.call.Home, eq)
 		if !ok {
 			if deny {
-				return fmt.Sprintf("%s may point anywhere: the script changes directory or root in a way the matcher cannot follow", w.raw)
+				return fmt.Sprintf("%s may point anywhere: the script changes directory or root in a way the matcher cannot follow", w.Raw)
 			}
 			continue
 		}
 		for _, p := range got {
 			if i := inList(p, dirs, deny); i >= 0 {
-				return fmt.Sprintf("%s is %s, under %s", w.raw, p, op.dirs[i])
+				return fmt.Sprintf("%s is %s, under %s", w.Raw, p, op.dirs[i])
 			}
 		}
 	}
@@ -316,12 +272,12 @@ func (op argumentUnderOp) word(s *script, w word, dirs []string, ev *evalCtx, de
 // or a colon: curl -d @.env and -F f=@key send the file's contents, other
 // programs read @FILE as a list of arguments, and git show HEAD:.env
 // prints the committed one.
-func (op argumentUnderOp) atValue(s *script, w word, dirs []string, ev *evalCtx) string {
+func (op argumentUnderOp) atValue(s *bash.Script, w bash.Word, dirs []string, ev *evalCtx) string {
 	// Every reading: after an @ (curl's), after each colon (git's
 	// REV:PATH, @:PATH, :0:PATH, -L :func:PATH), and after the = of an
 	// option or assignment.
 	var values []string
-	for _, v := range []string{w.s, afterEq(w.s)} {
+	for _, v := range []string{w.Value, afterEq(w.Value)} {
 		if v == "" {
 			continue
 		}
@@ -342,14 +298,14 @@ func (op argumentUnderOp) atValue(s *script, w word, dirs []string, ev *evalCtx)
 			continue
 		}
 		file := w
-		file.s, file.tilde = rest, false // no ~ expands after @ or :
-		got, ok := s.leads(file, ev.call.Cwd, ev.call.Home, false)
+		file.Value, file.Tilde = rest, false // no ~ expands after @ or :
+		got, ok := s.Leads(file, ev.call.Cwd, ev.call.Home, false)
 		if !ok {
-			return fmt.Sprintf("%s may name a file anywhere", w.raw)
+			return fmt.Sprintf("%s may name a file anywhere", w.Raw)
 		}
 		for _, p := range got {
 			if i := inList(p, dirs, true); i >= 0 {
-				return fmt.Sprintf("%s names %s, under %s", w.raw, p, op.dirs[i])
+				return fmt.Sprintf("%s names %s, under %s", w.Raw, p, op.dirs[i])
 			}
 		}
 	}
@@ -370,20 +326,20 @@ const maxGlued = 4
 // glued to it: -f/home/u/.ssh/id_rsa is grep's -f with a path, and which
 // letters take a value is each program's own, so every tail after one to
 // maxGlued letters counts.
-func (op argumentUnderOp) gluedValue(s *script, w word, dirs []string, ev *evalCtx) string {
-	if len(w.s) < 3 || w.s[0] != '-' || w.s[1] == '-' {
+func (op argumentUnderOp) gluedValue(s *bash.Script, w bash.Word, dirs []string, ev *evalCtx) string {
+	if len(w.Value) < 3 || w.Value[0] != '-' || w.Value[1] == '-' {
 		return ""
 	}
-	for k := 2; k < len(w.s) && k <= 1+maxGlued; k++ {
+	for k := 2; k < len(w.Value) && k <= 1+maxGlued; k++ {
 		tail := w
-		tail.s, tail.tilde = w.s[k:], false // no ~ expands inside a word
-		got, ok := s.leads(tail, ev.call.Cwd, ev.call.Home, false)
+		tail.Value, tail.Tilde = w.Value[k:], false // no ~ expands inside a word
+		got, ok := s.Leads(tail, ev.call.Cwd, ev.call.Home, false)
 		if !ok {
 			continue
 		}
 		for _, p := range got {
 			if i := inList(p, dirs, true); i >= 0 {
-				return fmt.Sprintf("%s may be an option with the value %s, under %s", w.raw, p, op.dirs[i])
+				return fmt.Sprintf("%s may be an option with the value %s, under %s", w.Raw, p, op.dirs[i])
 			}
 		}
 	}
@@ -392,47 +348,27 @@ func (op argumentUnderOp) gluedValue(s *script, w word, dirs []string, ev *evalC
 
 // glob checks whether a pattern may expand to a path under one of the
 // directories: component by component, in any case.
-func (op argumentUnderOp) glob(s *script, w word, dirs []string, ev *evalCtx, deny bool) string {
+func (op argumentUnderOp) glob(s *bash.Script, w bash.Word, dirs []string, ev *evalCtx, deny bool) string {
 	if !deny {
 		return ""
 	}
 	lit := w
-	lit.known = true
-	got, ok := s.globLeads(lit, ev.call.Cwd, ev.call.Home)
-	if !ok || strings.Contains(w.s, "**") {
-		return fmt.Sprintf("glob %s may match anything", w.raw)
+	lit.Known = true
+	got, ok := s.GlobLeads(lit, ev.call.Cwd, ev.call.Home)
+	if !ok || strings.Contains(w.Value, "**") {
+		return fmt.Sprintf("glob %s may match anything", w.Raw)
 	}
 	for _, g := range got {
 		for i, d := range dirs {
 			if strings.HasPrefix(d, "!") {
 				continue // a glob is read without exclusions
 			}
-			if hasGlob(d) && globEntryMeet(g, d, s.dotglob) || !hasGlob(d) && globUnder(g, d) {
-				return fmt.Sprintf("glob %s may match a path under %s", w.raw, op.dirs[i])
+			if bash.HasGlob(d) && globEntryMeet(g, d, s.Dotglob) || !bash.HasGlob(d) && globUnder(g, d) {
+				return fmt.Sprintf("glob %s may match a path under %s", w.Raw, op.dirs[i])
 			}
 		}
 	}
 	return ""
-}
-
-// physicalGlobs are globs with the directories before their first pattern
-// component resolved as the kernel does (physical): k/* where k links to
-// ~/.ssh is ~/.ssh/*, and h/../* where h links to ~/x is ~/*.
-func (s *script) physicalGlobs(raw []string) []string {
-	out := make([]string, 0, len(raw))
-	for _, g := range raw {
-		parts := strings.Split(g, "/")
-		k := 0
-		for k < len(parts) && !hasGlob(parts[k]) {
-			k++
-		}
-		if k <= 1 {
-			out = append(out, path.Clean(g))
-			continue
-		}
-		out = append(out, path.Clean(s.physical(strings.Join(parts[:k], "/"))+"/"+strings.Join(parts[k:], "/")))
-	}
-	return out
 }
 
 // globUnder reports whether a normalized pattern may match dir or a path

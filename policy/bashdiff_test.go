@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -153,7 +154,7 @@ func (w *bashWorld) covered(e tracetest.Exec, chdir bool) bool {
 func (w *bashWorld) program(prefix, path string, chdir bool) bool {
 	if !strings.Contains(prefix, "/") {
 		dir, base := filepath.Split(path)
-		return base == prefix && containsString(pathDirs, filepath.Clean(dir))
+		return base == prefix && slices.Contains(pathDirs, filepath.Clean(dir))
 	}
 	if chdir && !filepath.IsAbs(path) {
 		return false

@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/internal/clip"
+	"github.com/toolgate/toolgate/policy/bash"
 )
 
 // commandOp matches a shell command line against argv prefixes such as
@@ -69,13 +70,13 @@ func (op commandOp) match(v gjson.Result, ev *evalCtx) bool {
 	}
 	s := ev.script(v.Str)
 	if op.effect == api.EffectAllow {
-		if s.unsound != "" {
+		if s.Unsound != "" {
 			return false
 		}
 		cmd, i := op.refused(s, ev)
 		return cmd == nil && i == 0
 	}
-	if s.unknown != "" {
+	if s.Unknown != "" {
 		return true
 	}
 	return op.firstMatch(s, ev) != nil
@@ -83,12 +84,12 @@ func (op commandOp) match(v gjson.Result, ev *evalCtx) bool {
 
 // firstMatch is the first program of the script a deny or ask prefix
 // catches, or nil.
-func (op commandOp) firstMatch(s *script, ev *evalCtx) []word {
+func (op commandOp) firstMatch(s *bash.Script, ev *evalCtx) []bash.Word {
 	m := matcher{ev: ev, s: s, deny: true}
-	for _, cmd := range s.commands {
-		for _, c := range cmd.cands {
-			if m.any(op.prefixes, c.argv) {
-				return c.argv
+	for _, cmd := range s.Commands {
+		for _, c := range cmd.Cands {
+			if m.any(op.prefixes, c.Argv) {
+				return c.Argv
 			}
 		}
 	}
@@ -96,9 +97,9 @@ func (op commandOp) firstMatch(s *script, ev *evalCtx) []word {
 }
 
 // refusal says why the allow side does not vouch for the script, or "".
-func (op commandOp) refusal(s *script, ev *evalCtx) string {
-	if s.unsound != "" {
-		return s.unsound
+func (op commandOp) refusal(s *bash.Script, ev *evalCtx) string {
+	if s.Unsound != "" {
+		return s.Unsound
 	}
 	cmd, i := op.refused(s, ev)
 	switch {
@@ -107,28 +108,28 @@ func (op commandOp) refusal(s *script, ev *evalCtx) string {
 	case cmd == nil:
 		return ""
 	}
-	if o := (matcher{ev: ev, s: s}).unsafeFor(op.prefixes, cmd.cands[i].argv); o != "" {
-		_, n, _ := modelOf(cmd.cands[i].argv)
+	if o := (matcher{ev: ev, s: s}).unsafeFor(op.prefixes, cmd.Cands[i].Argv); o != "" {
+		_, n, _ := modelOf(cmd.Cands[i].Argv)
 		return fmt.Sprintf("`%s`: %s is not an option of %s known to be safe (one that neither runs a program, writes a file nor reads one it is not given)",
-			argvText(cmd.cands[i].argv), o, argvText(cmd.cands[i].argv[:n]))
+			argvText(cmd.Cands[i].Argv), o, argvText(cmd.Cands[i].Argv[:n]))
 	}
 	if i == 0 {
-		return fmt.Sprintf("`%s` matches no allowed prefix", argvText(cmd.argv))
+		return fmt.Sprintf("`%s` matches no allowed prefix", argvText(cmd.Argv))
 	}
-	return fmt.Sprintf("`%s` runs `%s`, which matches no allowed prefix", argvText(cmd.argv), argvText(cmd.cands[i].argv))
+	return fmt.Sprintf("`%s` runs `%s`, which matches no allowed prefix", argvText(cmd.Argv), argvText(cmd.Cands[i].Argv))
 }
 
 // refused finds the first program no allow prefix covers: the command
 // and the index of the candidate. It returns nil, -1 when the script runs
 // nothing, and nil, 0 when every program is covered.
-func (op commandOp) refused(s *script, ev *evalCtx) (*simpleCommand, int) {
+func (op commandOp) refused(s *bash.Script, ev *evalCtx) (*bash.Command, int) {
 	m := matcher{ev: ev, s: s}
 	ran := false
-	for k := range s.commands {
-		cmd := &s.commands[k]
-		for i, c := range cmd.cands {
+	for k := range s.Commands {
+		cmd := &s.Commands[k]
+		for i, c := range cmd.Cands {
 			ran = true
-			if !c.script && !m.any(op.prefixes, c.argv) {
+			if !c.ScriptFile && !m.any(op.prefixes, c.Argv) {
 				return cmd, i
 			}
 		}
@@ -153,18 +154,18 @@ func (op commandOp) explainMatch(v gjson.Result, ev *evalCtx) string {
 		return ""
 	}
 	s := ev.script(v.Str)
-	if s.unknown != "" {
-		return "the script may run what the matcher cannot see: " + s.unknown
+	if s.Unknown != "" {
+		return "the script may run what the matcher cannot see: " + s.Unknown
 	}
 	return fmt.Sprintf("`%s` matches", argvText(op.firstMatch(s, ev)))
 }
 
-func argvText(argv []word) string {
+func argvText(argv []bash.Word) string {
 	parts := make([]string, len(argv))
 	for i, w := range argv {
-		parts[i] = w.raw
+		parts[i] = w.Raw
 		if parts[i] == "" {
-			parts[i] = w.s
+			parts[i] = w.Value
 		}
 	}
 	return clip.String(strings.Join(parts, " "), 80)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/policy/bash"
 )
 
 func bashPolicy(t testing.TB) *Policy {
@@ -164,7 +165,7 @@ func TestCommandOnNonString(t *testing.T) {
 
 func TestNestingIsBounded(t *testing.T) {
 	cmd := "ls"
-	for range maxNesting + 2 {
+	for range bash.MaxNesting + 2 {
 		cmd = "bash -c " + shellQuote(cmd)
 	}
 	p := bashPolicy(t)

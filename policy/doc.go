@@ -21,15 +21,13 @@
 // matcher cannot decide makes the rule miss when that would allow and match
 // when that would deny or ask: unknown never loosens a decision.
 //
-// The Bash matcher (the command and argument_under conditions) parses a
-// command line with mvdan.cc/sh and walks the tree node by node (script.go,
-// compound.go, expand.go), following what each program runs in turn
-// (calls.go, wrappers.go, interpreters.go, builtins.go, programs.go) and
-// where relative paths resolve (cwd.go). A script is unknown when it may run
-// what the walk cannot see, and unsound when it uses anything the allow side
-// does not fully understand; matching (command.go, matcher.go, argpath.go)
-// reads both. The allow side is checked against the real bash by the
-// differential fuzzer in bashdiff_test.go.
+// The Bash matcher (the command and argument_under conditions) reads what
+// package bash makes of a command line (a Script: the commands it runs,
+// the words a program may take as paths, and whether the walk saw
+// everything) and matches rules against it (command.go, matcher.go,
+// argpath.go, pathlist.go); models.go says which options of an allowed
+// program are known to be safe. The allow side is checked against the
+// real bash by the differential fuzzer in bashdiff_test.go.
 //
 // The package is pure: it never touches the ledger, sockets or the
 // environment. It must not import the ledger.

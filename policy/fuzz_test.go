@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/toolgate/toolgate/api"
@@ -68,9 +67,6 @@ func FuzzCommand(f *testing.F) {
 	denyRm := mustParse(f, `{"version":1,"default":"allow","rules":[
 		{"id":"deny-rm","effect":"deny","tool":"Bash","input":{"command":{"command":[["rm"]]}},"reason_code":"x"}]}`)
 	f.Fuzz(func(t *testing.T, command string) {
-		if s := parseScript(command, "/p", "/h"); strings.HasPrefix(s.unknown, matcherFailed) {
-			t.Fatalf("%q: %s", command, s.unknown)
-		}
 		input := []byte(jsonString(command))
 		c := Call{Tool: "Bash", Input: input, Cwd: "/p"}
 		if allowEcho.Decide(c).Effect != api.EffectAllow {

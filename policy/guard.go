@@ -1,16 +1,15 @@
 package policy
 
 import (
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"unicode"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/paths"
+	"github.com/toolgate/toolgate/policy/bash"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -94,7 +93,7 @@ func (g *Guard) writable(raw string) bool {
 	in := func(p string) bool {
 		return slices.ContainsFunc(g.Writable, func(w string) bool { return pathUnder(p, w) })
 	}
-	return in(path.Clean(raw)) && in(physical(raw))
+	return in(path.Clean(raw)) && in(bash.Physical(raw))
 }
 
 // writes are Claude Code's tools that write the file they name.
@@ -112,7 +111,7 @@ var rcFiles = []string{".bashrc", ".bash_profile", ".bash_login", ".bash_logout"
 // .mcp.json) at any depth (nested skills load when the model works there),
 // and the shell's and the desktop's start-up files.
 func startsCodeLater(raw, home string) string {
-	for _, candidate := range []string{path.Clean(raw), physical(raw)} {
+	for _, candidate := range []string{path.Clean(raw), bash.Physical(raw)} {
 		parts := strings.Split(candidate, "/")
 		for i, part := range parts {
 			switch {
@@ -151,7 +150,7 @@ func (g *Guard) protects(raw string) string {
 			return o
 		}
 	}
-	for _, candidate := range []string{p, physical(raw)} {
+	for _, candidate := range []string{p, bash.Physical(raw)} {
 		for _, prot := range g.Protected {
 			if candidate == prot || strings.HasPrefix(candidate, strings.TrimSuffix(prot, "/")+"/") {
 				return prot
@@ -159,73 +158,6 @@ func (g *Guard) protects(raw string) string {
 		}
 	}
 	return ""
-}
-
-// resolveLinks resolves the symbolic links of the longest part of p that
-// exists: of the longest of p and its ancestors (not "/" nor ".") that
-// filepath.EvalSymlinks resolves, with the rest of p after it.
-//
-// An ancestor resolves when a longer one does (resolving the longer goes
-// through it), so the longest is found by bisection: a path of n
-// components costs O(log n) resolutions. (Trying each from the longest
-// down was quadratic in the path's length: a Read of a file_path of
-// 40,000 missing components, 80 KB that the model can write, held the
-// daemon's CPU for 5 s.) p is clean (normalizePath).
-//
-// A link whose target does not exist (yet) is followed too: a Write
-// through it makes the target.
-func resolveLinks(p string) string {
-	for hops := 0; hops < 40; hops++ {
-		next, ok := resolveOnce(p)
-		if !ok {
-			return next
-		}
-		p = next
-	}
-	return p
-}
-
-// resolveOnce resolves what exists of p, then follows the dangling link
-// after it, if there is one (ok).
-func resolveOnce(p string) (string, bool) {
-	// The ends of p's ancestors, shortest first, then p's own.
-	var ends []int
-	for i := 1; i < len(p); i++ {
-		if p[i] == '/' {
-			ends = append(ends, i)
-		}
-	}
-	if p != "/" && p != "." {
-		ends = append(ends, len(p))
-	}
-	// How many of them resolve.
-	n := sort.Search(len(ends), func(i int) bool {
-		_, err := filepath.EvalSymlinks(p[:ends[i]])
-		return err != nil
-	})
-	real, rest := "/", p
-	if n > 0 {
-		var err error
-		if real, err = filepath.EvalSymlinks(p[:ends[n-1]]); err != nil {
-			return p, false // changed since
-		}
-		rest = p[min(ends[n-1]+1, len(p)):]
-	}
-	if !path.IsAbs(p) {
-		return p, false
-	}
-	first, after, _ := strings.Cut(strings.TrimPrefix(rest, "/"), "/")
-	if first == "" {
-		return path.Join(real, rest), false
-	}
-	target, err := os.Readlink(path.Join(real, first))
-	if err != nil {
-		return path.Join(real, rest), false // not a link: nothing after it exists
-	}
-	if !path.IsAbs(target) {
-		target = path.Join(real, target)
-	}
-	return path.Join(target, after), true
 }
 
 // command says why a Bash command is one a session must not run, or "".
@@ -263,7 +195,7 @@ func (g *Guard) command(script string, c Call) string {
 	if err != nil {
 		return ""
 	}
-	if why := continuationDiffers(script, f); why != "" {
+	if why := bash.ContinuationDiffers(script, f); why != "" {
 		return why
 	}
 	why := ""
@@ -368,7 +300,7 @@ func NewGuard(gp GuardPaths) *Guard {
 	for _, w := range gp.Writable {
 		w = path.Clean(w)
 		g.Writable = append(g.Writable, w)
-		if real := resolveLinks(w); real != w {
+		if real := bash.ResolveLinks(w); real != w {
 			g.Writable = append(g.Writable, real)
 		}
 	}
@@ -378,7 +310,7 @@ func NewGuard(gp GuardPaths) *Guard {
 		}
 		p = path.Clean(p)
 		g.Protected = append(g.Protected, p)
-		if real := resolveLinks(p); real != p {
+		if real := bash.ResolveLinks(p); real != p {
 			g.Protected = append(g.Protected, real)
 		}
 	}

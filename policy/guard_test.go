@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/paths"
+	"github.com/toolgate/toolgate/policy/bash"
 )
 
 // The guard denies what touches the gate itself, whatever the policy
@@ -209,19 +210,19 @@ func TestGuardResolvesLinksAsBefore(t *testing.T) {
 	for _, p := range []string{"", "d", "d/e/f", "d/e/f/x/y", "toe", "toe/f/x", "d/up", "d/up/x/y",
 		"loop1", "loop1/x", "self/self/d/up/z", "d/file", "d/file/x", "d/e/abs/x", "nothing/at/all"} {
 		abs := path.Clean(root + "/" + p)
-		if got, want := resolveLinks(abs), resolveLinksOneByOne(abs); got != want {
+		if got, want := bash.ResolveLinks(abs), resolveLinksOneByOne(abs); got != want {
 			t.Errorf("resolveLinks(%s) = %s, want %s", abs, got, want)
 		}
 	}
 	// A dangling link is followed (a Write through it makes its target),
 	// and a chain of links too long to resolve ends where it leads.
 	for p, want := range map[string]string{"dangling": "missing", "dangling/x": "missing/x", strings.Repeat("self/", 300) + "d/x": "d/x"} {
-		if got := resolveLinks(path.Join(root, p)); got != path.Join(root, want) {
+		if got := bash.ResolveLinks(path.Join(root, p)); got != path.Join(root, want) {
 			t.Errorf("resolveLinks(%.80s) = %s, want %s", p, got, path.Join(root, want))
 		}
 	}
 	for _, p := range []string{"/", ".", "..", "../..", "a", "a/b", rel, rel + "/toe/f/x", "../" + rel} {
-		if got, want := resolveLinks(p), resolveLinksOneByOne(p); got != want {
+		if got, want := bash.ResolveLinks(p), resolveLinksOneByOne(p); got != want {
 			t.Errorf("resolveLinks(%s) = %s, want %s", p, got, want)
 		}
 	}

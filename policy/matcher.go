@@ -3,6 +3,8 @@ package policy
 import (
 	"path"
 	"strings"
+
+	"github.com/toolgate/toolgate/policy/bash"
 )
 
 // matcher compares the words of one program with prefixes. On the deny
@@ -10,11 +12,11 @@ import (
 // unquoted one may even become several words or none.
 type matcher struct {
 	ev   *evalCtx
-	s    *script
+	s    *bash.Script
 	deny bool
 }
 
-func (m matcher) any(prefixes []prefix, argv []word) bool {
+func (m matcher) any(prefixes []prefix, argv []bash.Word) bool {
 	for _, p := range prefixes {
 		switch {
 		case !m.deny:
@@ -35,7 +37,7 @@ func (m matcher) any(prefixes []prefix, argv []word) bool {
 // unsafeOption is the first option of argv that the program's model
 // (models.go) does not know to be safe, past the words of the prefix
 // that allows it, or "".
-func unsafeOption(p prefix, argv []word) string {
+func unsafeOption(p prefix, argv []bash.Word) string {
 	model, n, ok := modelOf(argv)
 	if !ok {
 		return ""
@@ -45,7 +47,7 @@ func unsafeOption(p prefix, argv []word) string {
 
 // unsafeFor is, when a prefix covers argv's words but the program's model
 // refuses one of its options, that option; else "".
-func (m matcher) unsafeFor(prefixes []prefix, argv []word) string {
+func (m matcher) unsafeFor(prefixes []prefix, argv []bash.Word) string {
 	for _, p := range prefixes {
 		if m.prefix(p.words, argv, 0, 0) {
 			if o := unsafeOption(p, argv); o != "" {
@@ -60,7 +62,7 @@ func (m matcher) unsafeFor(prefixes []prefix, argv []word) string {
 // before --: a short option as a letter of any cluster (-r in -fr), a long
 // one whole or abbreviated (--recursive, --rec). A word only known at run
 // time may be any option.
-func (m matcher) options(opts []string, argv []word) bool {
+func (m matcher) options(opts []string, argv []bash.Word) bool {
 	for _, o := range opts {
 		if strings.HasPrefix(o, "--") {
 			if !hasOption(argv, func(w string) bool {
@@ -84,14 +86,14 @@ func (m matcher) options(opts []string, argv []word) bool {
 
 // hasOption reports whether some option word of the command, before --,
 // satisfies has; a word only known at run time may.
-func hasOption(argv []word, has func(string) bool) bool {
+func hasOption(argv []bash.Word, has func(string) bool) bool {
 	for _, w := range argv[1:] {
 		switch {
-		case !w.known:
+		case !w.Known:
 			return true
-		case w.s == "--":
+		case w.Value == "--":
 			return false
-		case len(w.s) > 1 && w.s[0] == '-' && has(w.s):
+		case len(w.Value) > 1 && w.Value[0] == '-' && has(w.Value):
 			return true
 		}
 	}
@@ -100,28 +102,28 @@ func hasOption(argv []word, has func(string) bool) bool {
 
 // prefix reports whether the words of argv from i on, as the shell may
 // expand them, continue the prefix from j on.
-func (m matcher) prefix(p []string, argv []word, i, j int) bool {
+func (m matcher) prefix(p []string, argv []bash.Word, i, j int) bool {
 	for ; j < len(p); i++ {
 		if i == len(argv) {
 			return false
 		}
 		w := argv[i]
 		switch {
-		case w.known:
+		case w.Known:
 			if !m.word(p[j], w, j == 0) {
 				return false
 			}
 			j++
 		case !m.deny:
 			return false
-		case w.glob:
+		case w.Glob:
 			// The pattern becomes the names it matches, or stays as is.
 			for k := j; k < len(p) && m.globWord(p[k], w, k == 0); k++ {
 				if m.prefix(p, argv, i+1, k+1) {
 					return true
 				}
 			}
-		case w.split:
+		case w.Split:
 			return true // it may become the rest of the prefix
 		default:
 			j++ // exactly one word, any value
@@ -132,19 +134,19 @@ func (m matcher) prefix(p []string, argv []word, i, j int) bool {
 
 // word compares a known word with a prefix word; the first word names a
 // program.
-func (m matcher) word(rule string, w word, program bool) bool {
+func (m matcher) word(rule string, w bash.Word, program bool) bool {
 	if !program {
-		return w.s == rule
+		return w.Value == rule
 	}
 	ruleHasPath := strings.IndexByte(rule, '/') >= 0
-	callHasPath := strings.IndexByte(w.s, '/') >= 0
+	callHasPath := strings.IndexByte(w.Value, '/') >= 0
 	switch {
 	case !ruleHasPath && !callHasPath:
-		return w.s == rule
+		return w.Value == rule
 	case !ruleHasPath:
-		return m.deny && path.Base(w.s) == rule // /bin/rm is rm
+		return m.deny && path.Base(w.Value) == rule // /bin/rm is rm
 	case !callHasPath:
-		return m.deny && path.Base(rule) == w.s // rm may be /usr/bin/rm on PATH
+		return m.deny && path.Base(rule) == w.Value // rm may be /usr/bin/rm on PATH
 	}
 	return m.samePath(rule, w)
 }
@@ -152,16 +154,16 @@ func (m matcher) word(rule string, w word, program bool) bool {
 // samePath compares a program named by path with a prefix's path, both
 // resolved against the working directory. On the allow side a relative
 // program only matches when the script never changes directory.
-func (m matcher) samePath(rule string, w word) bool {
+func (m matcher) samePath(rule string, w bash.Word) bool {
 	want := m.ev.normalizeRule(rule)
-	relative := !w.tilde && !strings.HasPrefix(w.s, "/")
-	if !m.deny && relative && (m.s.dirs.dirs != nil || m.s.dirs.unknown) {
+	relative := !w.Tilde && !strings.HasPrefix(w.Value, "/")
+	if !m.deny && relative && m.s.LeavesCwd() {
 		return false
 	}
-	got, ok := m.s.paths(w, m.ev.call.Cwd, m.ev.call.Home, false)
+	got, ok := m.s.Paths(w, m.ev.call.Cwd, m.ev.call.Home, false)
 	if !ok {
 		// Somewhere the matcher cannot tell: only the file's name is known.
-		base := path.Base(path.Clean(w.s))
+		base := path.Base(path.Clean(w.Value))
 		return m.deny && (base == ".." || base == path.Base(want))
 	}
 	for _, g := range got {
@@ -174,8 +176,8 @@ func (m matcher) samePath(rule string, w word) bool {
 
 // globWord reports whether a glob may expand to the prefix word: any case
 // (nocaseglob) and dot files (dotglob) included.
-func (m matcher) globWord(rule string, w word, program bool) bool {
-	pattern, name := strings.ToLower(w.s), strings.ToLower(rule)
+func (m matcher) globWord(rule string, w bash.Word, program bool) bool {
+	pattern, name := strings.ToLower(w.Value), strings.ToLower(rule)
 	if program {
 		pattern, name = path.Base(pattern), path.Base(name)
 	}

@@ -1,6 +1,10 @@
 package policy
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/toolgate/toolgate/policy/bash"
+)
 
 // An allow rule that names a program allows it with the options known
 // not to run code, write files or read beyond the program's arguments,
@@ -244,20 +248,20 @@ func init() {
 
 // modelOf is the option model of a program's words, and how many words
 // name it (git log: 2), or false.
-func modelOf(argv []word) (optionModel, int, bool) {
-	if len(argv) == 0 || !argv[0].known {
+func modelOf(argv []bash.Word) (optionModel, int, bool) {
+	if len(argv) == 0 || !argv[0].Known {
 		return optionModel{}, 0, false
 	}
-	name := argv[0].s
+	name := argv[0].Value
 	if m, ok := models[name]; ok {
 		return m, 1, true
 	}
-	if len(argv) > 1 && argv[1].known {
-		if m, ok := models[name+" "+argv[1].s]; ok {
+	if len(argv) > 1 && argv[1].Known {
+		if m, ok := models[name+" "+argv[1].Value]; ok {
 			return m, 2, true
 		}
-		if len(argv) > 2 && argv[2].known {
-			if m, ok := models[name+" "+argv[1].s+" "+argv[2].s]; ok {
+		if len(argv) > 2 && argv[2].Known {
+			if m, ok := models[name+" "+argv[1].Value+" "+argv[2].Value]; ok {
 				return m, 3, true
 			}
 		}
@@ -275,14 +279,14 @@ func modelOf(argv []word) (optionModel, int, bool) {
 // -run takes -- or -args as its value and goes on reading flags; grep's
 // -e takes --), and a word read as an option it is not only makes the
 // allow miss. A value that starts with - (grep -e -x) makes it miss too.
-func (m optionModel) unsafeOption(argv []word, from int) string {
+func (m optionModel) unsafeOption(argv []bash.Word, from int) string {
 	operands := 0
 	for i := from; i < len(argv); i++ {
 		w := argv[i]
-		if !w.known {
-			return w.raw
+		if !w.Known {
+			return w.Raw
 		}
-		s := w.s
+		s := w.Value
 		switch {
 		case m.noAssign && strings.Contains(s, "="):
 			return s
@@ -307,7 +311,7 @@ func (m optionModel) unsafeOption(argv []word, from int) string {
 			if !m.long[name] {
 				return s
 			}
-		case m.counts && allDigits(s[1:]):
+		case m.counts && bash.AllDigits(s[1:]):
 		default:
 			for j := 1; j < len(s); j++ {
 				c := s[j]

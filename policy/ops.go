@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/policy/bash"
 )
 
 // equalOp is const (one value) or enum (several): strict JSON equality, as
@@ -187,7 +188,7 @@ func rawPath(p string, c Call) string {
 	case strings.HasPrefix(p, "~/") && c.Home != "":
 		p = c.Home + p[1:]
 	}
-	return rawJoin(c.Cwd, p)
+	return bash.RawJoin(c.Cwd, p)
 }
 
 // normalizePath makes a path comparable: "~" and "~/..." expand to the

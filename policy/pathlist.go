@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/policy/bash"
 )
 
 // A path list names paths once for every rule that needs them: the
@@ -24,9 +25,6 @@ import (
 // entry resolves against the session's project. An entry that starts with
 // ! takes what it names out of the list again ("!/**/.env.example"), as
 // in a .gitignore; a glob on a command line is read without them.
-
-// hasGlob reports whether a path list entry is a pattern.
-func hasGlob(s string) bool { return strings.ContainsAny(s, "*?[") }
 
 // checkEntry says what is wrong with an entry, or "".
 func checkEntry(e string) string {
@@ -48,7 +46,7 @@ func checkEntry(e string) string {
 // entryUnder reports whether the normalized path p is what the normalized
 // entry names, or inside it.
 func entryUnder(p, entry string) bool {
-	if !hasGlob(entry) {
+	if !bash.HasGlob(entry) {
 		return pathUnder(p, entry)
 	}
 	return partsUnder(splitPath(p), splitPath(entry), false, false)
@@ -303,51 +301,51 @@ func (op argumentOutsideOp) find(v gjson.Result, ev *evalCtx) string {
 	}
 	s := ev.script(v.Str)
 	deny := op.effect != api.EffectAllow
-	if s.unknown != "" {
+	if s.Unknown != "" {
 		if deny {
-			return "the script may run what the matcher cannot see: " + s.unknown
+			return "the script may run what the matcher cannot see: " + s.Unknown
 		}
 		return ""
 	}
 	entries := ev.normalizeEntries(op.entries)
 	inside := func(p string) bool { return inList(p, entries, false) >= 0 }
-	words, runTime := s.pathWords(), runTimeArguments(s)
+	words, runTime := s.PathWords(), runTimeArguments(s)
 	if op.of != nil {
 		words, runTime = op.arguments(s, ev)
 	}
 	for _, w := range words {
 		switch {
-		case w.glob && deny:
+		case w.Glob && deny:
 			lit := w
-			lit.known = true
-			got, ok := s.globLeads(lit, ev.call.Cwd, ev.call.Home)
+			lit.Known = true
+			got, ok := s.GlobLeads(lit, ev.call.Cwd, ev.call.Home)
 			if !ok {
-				return fmt.Sprintf("glob %s may match anything", w.raw)
+				return fmt.Sprintf("glob %s may match anything", w.Raw)
 			}
 			for _, p := range got {
 				if !globWithin(p, entries) {
-					return fmt.Sprintf("glob %s may match a path outside %s", w.raw, strings.Join(op.entries, ", "))
+					return fmt.Sprintf("glob %s may match a path outside %s", w.Raw, strings.Join(op.entries, ", "))
 				}
 			}
-		case !w.known:
+		case !w.Known:
 			if deny {
-				return fmt.Sprintf("word %s is only known at run time", w.raw)
+				return fmt.Sprintf("word %s is only known at run time", w.Raw)
 			}
 		default:
-			where := s.paths
+			where := s.Paths
 			if deny {
-				where = s.leads
+				where = s.Leads
 			}
 			got, ok := where(w, ev.call.Cwd, ev.call.Home, false)
 			if !ok {
 				if deny {
-					return fmt.Sprintf("%s may point anywhere: the script changes directory or root in a way the matcher cannot follow", w.raw)
+					return fmt.Sprintf("%s may point anywhere: the script changes directory or root in a way the matcher cannot follow", w.Raw)
 				}
 				continue
 			}
 			for _, p := range got {
 				if !inside(p) {
-					return fmt.Sprintf("%s is %s, outside %s", w.raw, p, strings.Join(op.entries, ", "))
+					return fmt.Sprintf("%s is %s, outside %s", w.Raw, p, strings.Join(op.entries, ", "))
 				}
 			}
 		}
@@ -360,22 +358,22 @@ func (op argumentOutsideOp) find(v gjson.Result, ev *evalCtx) string {
 
 // arguments are the words of the programs the op's prefixes catch, and
 // why one of them gets arguments only known at run time ("" if none).
-func (op argumentOutsideOp) arguments(s *script, ev *evalCtx) ([]word, string) {
+func (op argumentOutsideOp) arguments(s *bash.Script, ev *evalCtx) ([]bash.Word, string) {
 	m := matcher{ev: ev, s: s, deny: true}
-	var words []word
+	var words []bash.Word
 	runTime := ""
-	for _, cmd := range s.commands {
-		for _, c := range cmd.cands {
-			if len(c.argv) == 0 || !m.any(op.of, c.argv) {
+	for _, cmd := range s.Commands {
+		for _, c := range cmd.Cands {
+			if len(c.Argv) == 0 || !m.any(op.of, c.Argv) {
 				continue
 			}
-			for _, w := range c.argv[1:] {
-				if !w.fd {
+			for _, w := range c.Argv[1:] {
+				if !w.FD {
 					words = append(words, w)
 				}
 			}
-			if c.stdinArgs && runTime == "" {
-				runTime = fmt.Sprintf("`%s` gets more arguments from standard input", argvText(c.argv))
+			if c.StdinArgs && runTime == "" {
+				runTime = fmt.Sprintf("`%s` gets more arguments from standard input", argvText(c.Argv))
 			}
 		}
 	}
@@ -384,15 +382,15 @@ func (op argumentOutsideOp) arguments(s *script, ev *evalCtx) ([]word, string) {
 
 // runTimeArguments says which program of the script gets arguments only
 // known when it runs (xargs's from standard input, find -exec's {}), or "".
-func runTimeArguments(s *script) string {
-	for _, cmd := range s.commands {
-		for _, c := range cmd.cands {
-			if c.stdinArgs {
-				return fmt.Sprintf("`%s` gets more arguments from standard input", argvText(c.argv))
+func runTimeArguments(s *bash.Script) string {
+	for _, cmd := range s.Commands {
+		for _, c := range cmd.Cands {
+			if c.StdinArgs {
+				return fmt.Sprintf("`%s` gets more arguments from standard input", argvText(c.Argv))
 			}
-			for _, w := range c.argv {
-				if !w.known && !w.glob && !w.fd {
-					return fmt.Sprintf("`%s` gets %s, only known at run time", argvText(c.argv), w.raw)
+			for _, w := range c.Argv {
+				if !w.Known && !w.Glob && !w.FD {
+					return fmt.Sprintf("`%s` gets %s, only known at run time", argvText(c.Argv), w.Raw)
 				}
 			}
 		}
@@ -436,7 +434,7 @@ func partsWithin(ps, es []string) bool {
 	}
 	switch {
 	case es[0] == "*":
-	case hasGlob(ps[0]):
+	case bash.HasGlob(ps[0]):
 		return false
 	default:
 		if ok, _ := path.Match(es[0], ps[0]); !ok {

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/internal/clip"
+	"github.com/toolgate/toolgate/policy/bash"
 )
 
 // rule is a compiled rule.
@@ -56,7 +57,7 @@ type matchExplainer interface {
 type evalCtx struct {
 	call    Call
 	input   string // call.Input as a string, for gjson
-	scripts map[string]*script
+	scripts map[string]*bash.Script
 	paths   map[string]string // normalized paths
 	real    map[string]string // normalized paths with their links resolved
 	values  []keyValue        // input values looked up so far
@@ -120,7 +121,7 @@ func (ev *evalCtx) resolved(p string) string {
 	}
 	r := ev.normalize(p)
 	if raw := rawPath(p, ev.call); strings.HasPrefix(raw, "/") {
-		r = physical(raw)
+		r = bash.Physical(raw)
 	}
 	ev.real[p] = r
 	return r
@@ -345,4 +346,17 @@ func isPathKey(key string) bool {
 		last = key[i+1:]
 	}
 	return last == "path" || strings.HasSuffix(last, "_path")
+}
+
+// script parses a command line once per evaluation.
+func (ev *evalCtx) script(src string) *bash.Script {
+	if s, ok := ev.scripts[src]; ok {
+		return s
+	}
+	if ev.scripts == nil {
+		ev.scripts = map[string]*bash.Script{}
+	}
+	s := bash.Parse(src, ev.call.Cwd, ev.call.Home)
+	ev.scripts[src] = s
+	return s
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/api"
+	"github.com/toolgate/toolgate/policy/bash"
 )
 
 // Warnings lists what is valid in the document but cannot do what it
@@ -33,7 +34,7 @@ func neverAllowed(name string) string {
 	case "read", "mapfile", "readarray", "getopts", "unset", "declare", "typeset", "local", "export", "readonly":
 		return "it sets shell variables"
 	}
-	return alwaysUnknown[name]
+	return bash.AlwaysUnknown[name]
 }
 
 // warnRules checks every rule's tool and input keys (tools.go), command

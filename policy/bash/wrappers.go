@@ -1,4 +1,4 @@
-package policy
+package bash
 
 import (
 	"slices"
@@ -86,37 +86,37 @@ var runuserWrapper = wrapper{valueOpts: "ugGw", longValue: []string{"--user", "-
 
 // stripped is what a wrapper runs, under one reading of its arguments.
 type stripped struct {
-	argv    []word
+	argv    []Word
 	unknown string // what runs is unknown, and why
-	chdir   []word // directories the command runs in (env -C DIR)
+	chdir   []Word // directories the command runs in (env -C DIR)
 	root    bool   // the command runs under another root directory
 }
 
 // strip returns what a wrapper runs. Where the matcher cannot tell (an
 // option it does not know may take a value; a word only known at run time
 // may hold options or be the command) it returns every reading.
-func (w wrapper) strip(name string, args []word) []stripped {
+func (w wrapper) strip(name string, args []Word) []stripped {
 	var out []stripped
 	w.readings(name, args, stripped{}, 0, &out)
 	return out
 }
 
-func (w wrapper) readings(name string, args []word, r stripped, seen int, out *[]stripped) {
+func (w wrapper) readings(name string, args []Word, r stripped, seen int, out *[]stripped) {
 	for len(args) > 0 && len(*out) < maxCandidates {
 		a := args[0]
 		switch {
 		case seen > 0 && seen == w.positional && !w.optsAfterOperands:
 			*out = append(*out, w.command(args, r, seen)) // options end with the operands
 			return
-		case !a.known:
+		case !a.Known:
 			// Either the command itself, or options: both readings.
 			*out = append(*out, w.command(args, r, seen))
 			args = args[1:]
-		case a.s == "--":
+		case a.Value == "--":
 			*out = append(*out, w.command(args[1:], r, seen))
 			return
-		case len(a.s) > 1 && a.s[0] == '-' || name == "env" && a.s == "-":
-			var alt []word
+		case len(a.Value) > 1 && a.Value[0] == '-' || name == "env" && a.Value == "-":
+			var alt []Word
 			var stop bool
 			if args, alt, stop = w.option(name, args, &r, out); stop {
 				return
@@ -124,8 +124,8 @@ func (w wrapper) readings(name string, args []word, r stripped, seen int, out *[
 			if alt != nil {
 				w.readings(name, alt, r, seen, out) // the option took a value
 			}
-		case w.assigns && strings.Contains(a.s, "=") && isName(optName(a.s)):
-			for len(args) > 0 && args[0].known && strings.Contains(args[0].s, "=") && isName(optName(args[0].s)) {
+		case w.assigns && strings.Contains(a.Value, "=") && isName(optName(a.Value)):
+			for len(args) > 0 && args[0].Known && strings.Contains(args[0].Value, "=") && isName(optName(args[0].Value)) {
 				args = args[1:]
 			}
 			*out = append(*out, w.command(args, r, w.positional)) // options end with the assignments
@@ -146,26 +146,26 @@ func (w wrapper) readings(name string, args []word, r stripped, seen int, out *[
 // option consumes one option word (and its value). stop: nothing more to
 // read (the command is unknown, or there is none); alt: the rest under the
 // reading where an option the table does not know took a value.
-func (w wrapper) option(name string, args []word, r *stripped, out *[]stripped) (rest, alt []word, stop bool) {
+func (w wrapper) option(name string, args []Word, r *stripped, out *[]stripped) (rest, alt []Word, stop bool) {
 	a := args[0]
 	switch {
-	case slices.Contains(w.unknownOpts, optName(a.s)) || w.unknownShort(a.s):
-		r.unknown = name + " " + a.s + " hands the command to a shell or splits it: the matcher cannot see it"
+	case slices.Contains(w.unknownOpts, optName(a.Value)) || w.unknownShort(a.Value):
+		r.unknown = name + " " + a.Value + " hands the command to a shell or splits it: the matcher cannot see it"
 		*out = append(*out, *r)
 		return nil, nil, true
-	case slices.Contains(w.noCommand, optName(a.s)):
+	case slices.Contains(w.noCommand, optName(a.Value)):
 		return nil, nil, true
-	case strings.HasPrefix(a.s, "--"):
+	case strings.HasPrefix(a.Value, "--"):
 		rest, alt = w.longOpt(args, r)
 		return rest, alt, false
-	case a.s == "-":
+	case a.Value == "-":
 		return args[1:], nil, false // env -: env -i
 	}
 	return w.shortOpt(args, r), nil, false
 }
 
 // command is the reading where args[0] starts the command.
-func (w wrapper) command(args []word, r stripped, seen int) stripped {
+func (w wrapper) command(args []Word, r stripped, seen int) stripped {
 	if seen < w.positional {
 		if len(args) <= w.positional-seen {
 			return r
@@ -178,9 +178,9 @@ func (w wrapper) command(args []word, r stripped, seen int) stripped {
 
 // longOpt consumes --name[=value]. An option the table does not know may
 // take the next word as its value: next is that second reading.
-func (w wrapper) longOpt(args []word, r *stripped) (rest, next []word) {
+func (w wrapper) longOpt(args []Word, r *stripped) (rest, next []Word) {
 	a := args[0]
-	name, value, eq := strings.Cut(a.s, "=")
+	name, value, eq := strings.Cut(a.Value, "=")
 	args = args[1:]
 	takes := slices.Contains(w.longValue, name)
 	if !eq && takes && len(args) > 0 {
@@ -188,7 +188,7 @@ func (w wrapper) longOpt(args []word, r *stripped) (rest, next []word) {
 		return args[1:], nil
 	}
 	if eq {
-		w.note(name, literalWord(value), r)
+		w.note(name, Literal(value), r)
 	}
 	if !eq && !takes && len(args) > 1 {
 		return args, args[1:]
@@ -197,16 +197,16 @@ func (w wrapper) longOpt(args []word, r *stripped) (rest, next []word) {
 }
 
 // shortOpt consumes a cluster such as -u root or -n10.
-func (w wrapper) shortOpt(args []word, r *stripped) []word {
+func (w wrapper) shortOpt(args []Word, r *stripped) []Word {
 	a := args[0]
 	args = args[1:]
-	for i := 1; i < len(a.s); i++ {
-		if strings.IndexByte(w.valueOpts, a.s[i]) < 0 {
+	for i := 1; i < len(a.Value); i++ {
+		if strings.IndexByte(w.valueOpts, a.Value[i]) < 0 {
 			continue
 		}
-		opt := "-" + a.s[i:i+1]
-		if i+1 < len(a.s) {
-			w.note(opt, literalWord(a.s[i+1:]), r)
+		opt := "-" + a.Value[i:i+1]
+		if i+1 < len(a.Value) {
+			w.note(opt, Literal(a.Value[i+1:]), r)
 			return args
 		}
 		if len(args) > 0 {
@@ -219,7 +219,7 @@ func (w wrapper) shortOpt(args []word, r *stripped) []word {
 }
 
 // note records what an option with a value means for paths.
-func (w wrapper) note(opt string, value word, r *stripped) {
+func (w wrapper) note(opt string, value Word, r *stripped) {
 	if slices.Contains(w.chdirOpts, opt) {
 		r.chdir = append(r.chdir, value)
 	}

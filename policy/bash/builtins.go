@@ -1,4 +1,4 @@
-package policy
+package bash
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 // builtin handles a bare program name that bash runs as a builtin: what it
 // runs in turn, and what the allow side must refuse. ok is false for a
 // name the matcher does not treat specially (echo, pwd, ls ...).
-func (w *walker) builtin(name string, c candidate) (next []candidate, ok bool) {
-	args := c.argv[1:]
+func (w *walker) builtin(name string, c Candidate) (next []Candidate, ok bool) {
+	args := c.Argv[1:]
 	switch name {
 	case "cd", "pushd":
 		w.cdArgs(name, args)
@@ -22,8 +22,8 @@ func (w *walker) builtin(name string, c candidate) (next []candidate, ok bool) {
 	case "alias", "unalias":
 		w.alias(name, args)
 	case "jobs":
-		if len(args) > 1 && args[0].known && args[0].s == "-x" {
-			return []candidate{{argv: args[1:]}}, true
+		if len(args) > 1 && args[0].Known && args[0].Value == "-x" {
+			return []Candidate{{Argv: args[1:]}}, true
 		}
 	case "let":
 		w.s.setUnknown("`let` evaluates arithmetic that can run commands")
@@ -45,27 +45,27 @@ func (w *walker) builtin(name string, c candidate) (next []candidate, ok bool) {
 }
 
 // joinWords is what eval runs: its arguments joined by spaces.
-func joinWords(args []word) word {
+func joinWords(args []Word) Word {
 	parts := make([]string, len(args))
 	raws := make([]string, len(args))
 	for i, a := range args {
-		if !a.known {
-			return unknownWord(a.raw, true)
+		if !a.Known {
+			return unknownWord(a.Raw, true)
 		}
-		parts[i], raws[i] = a.s, a.raw
+		parts[i], raws[i] = a.Value, a.Raw
 	}
-	w := literalWord(strings.Join(parts, " "))
-	w.raw = strings.Join(raws, " ")
+	w := Literal(strings.Join(parts, " "))
+	w.Raw = strings.Join(raws, " ")
 	return w
 }
 
 // trap ACTION SIGNAL... runs ACTION later, perhaps many times.
-func (w *walker) trap(args []word) {
+func (w *walker) trap(args []Word) {
 	w.s.setUnsound("`trap` sets a script to run later")
-	if len(args) > 0 && args[0].known && args[0].s == "--" {
+	if len(args) > 0 && args[0].Known && args[0].Value == "--" {
 		args = args[1:]
 	}
-	if len(args) < 2 || args[0].known && (args[0].s == "-" || args[0].s == "" || strings.HasPrefix(args[0].s, "-")) {
+	if len(args) < 2 || args[0].Known && (args[0].Value == "-" || args[0].Value == "" || strings.HasPrefix(args[0].Value, "-")) {
 		return // trap, trap -p, trap SIGNAL, trap - SIGNAL: nothing new runs
 	}
 	w.loop++
@@ -74,11 +74,11 @@ func (w *walker) trap(args []word) {
 }
 
 // alias NAME=VALUE makes NAME mean something else in what follows.
-func (w *walker) alias(name string, args []word) {
+func (w *walker) alias(name string, args []Word) {
 	why := "`" + name + "` changes what later commands mean"
 	w.s.setUnsound(why)
 	for _, a := range args {
-		if !a.known || strings.Contains(a.s, "=") {
+		if !a.Known || strings.Contains(a.Value, "=") {
 			w.s.setUnknown(why)
 		}
 	}
@@ -90,17 +90,17 @@ var nameValueOpts = map[string]string{"read": "dinNptu", "mapfile": "dnOsuc", "r
 
 // names checks the variable names a builtin sets: bash evaluates a
 // subscript (a[$(cmd)]) as arithmetic, which can run commands.
-func (w *walker) names(name string, args []word) {
+func (w *walker) names(name string, args []Word) {
 	skip := name == "getopts" // its first operand is the option string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case !a.known:
+		case !a.Known:
 			w.evalsVars = true
-		case (name == "mapfile" || name == "readarray") && strings.HasPrefix(a.s, "-C"):
+		case (name == "mapfile" || name == "readarray") && strings.HasPrefix(a.Value, "-C"):
 			w.s.setUnknown("`" + name + " -C` runs a callback the matcher cannot see")
-		case strings.HasPrefix(a.s, "-") && len(a.s) > 1 && !skip:
-			if strings.ContainsAny(a.s[len(a.s)-1:], nameValueOpts[name]) {
+		case strings.HasPrefix(a.Value, "-") && len(a.Value) > 1 && !skip:
+			if strings.ContainsAny(a.Value[len(a.Value)-1:], nameValueOpts[name]) {
 				i++
 			}
 		case skip:
@@ -112,11 +112,11 @@ func (w *walker) names(name string, args []word) {
 }
 
 // name checks one variable name (or NAME=value) given to a builtin.
-func (w *walker) name(builtin string, a word) {
-	n, _, _ := strings.Cut(a.s, "=")
+func (w *walker) name(builtin string, a Word) {
+	n, _, _ := strings.Cut(a.Value, "=")
 	switch {
 	case strings.Contains(n, "["):
-		w.s.setUnknown(fmt.Sprintf("`%s %s` evaluates the subscript as arithmetic, which can run commands", builtin, a.s))
+		w.s.setUnknown(fmt.Sprintf("`%s %s` evaluates the subscript as arithmetic, which can run commands", builtin, a.Value))
 	case codeVars[n]:
 		w.s.setUnknown(fmt.Sprintf("`%s` sets %s, which holds code the shell runs later", builtin, n))
 	case n == "CDPATH":
@@ -126,27 +126,27 @@ func (w *walker) name(builtin string, a word) {
 
 // optionNames checks the options of printf -v NAME, test -v NAME and
 // wait -p NAME, which name a variable.
-func (w *walker) optionNames(name string, args []word) {
+func (w *walker) optionNames(name string, args []Word) {
 	for i, a := range args {
 		switch {
-		case !a.known:
+		case !a.Known:
 			if name != "wait" && (name == "printf" || mayBeUnary(args, i)) {
 				w.evalsVars = true // it could be -v
 			}
-		case a.s == "-v" && name != "wait" || a.s == "-R" && name != "printf" || a.s == "-p" && name == "wait":
-			w.s.setUnsound(fmt.Sprintf("`%s %s` names a variable, whose subscript bash evaluates as arithmetic", name, a.s))
+		case a.Value == "-v" && name != "wait" || a.Value == "-R" && name != "printf" || a.Value == "-p" && name == "wait":
+			w.s.setUnsound(fmt.Sprintf("`%s %s` names a variable, whose subscript bash evaluates as arithmetic", name, a.Value))
 			if i+1 < len(args) {
-				if args[i+1].known {
-					w.name(name+" "+a.s, args[i+1])
+				if args[i+1].Known {
+					w.name(name+" "+a.Value, args[i+1])
 				} else {
 					w.evalsVars = true
 				}
 			}
-		case name == "printf" && strings.HasPrefix(a.s, "-v"):
+		case name == "printf" && strings.HasPrefix(a.Value, "-v"):
 			w.s.setUnsound("`printf -v` sets a variable")
-			w.name("printf -v", literalWord(a.s[2:]))
+			w.name("printf -v", Literal(a.Value[2:]))
 		}
-		if name == "printf" && (!a.known || !strings.HasPrefix(a.s, "-")) {
+		if name == "printf" && (!a.Known || !strings.HasPrefix(a.Value, "-")) {
 			return // the format: options end
 		}
 	}
@@ -160,37 +160,37 @@ var testBinary = map[string]bool{"=": true, "==": true, "!=": true, "<": true, "
 // as a unary operator such as -v: it may when unquoted (it can become
 // several words), and when quoted unless an operator precedes it (-n "$x")
 // or follows it ("$x" = y), or nothing follows it.
-func mayBeUnary(args []word, i int) bool {
-	if args[i].split {
+func mayBeUnary(args []Word, i int) bool {
+	if args[i].Split {
 		return true
 	}
-	if i > 0 && args[i-1].known && (strings.HasPrefix(args[i-1].s, "-") || testBinary[args[i-1].s]) {
+	if i > 0 && args[i-1].Known && (strings.HasPrefix(args[i-1].Value, "-") || testBinary[args[i-1].Value]) {
 		return false
 	}
 	next := i + 1
-	if next == len(args) || next == len(args)-1 && args[next].known && args[next].s == "]" {
+	if next == len(args) || next == len(args)-1 && args[next].Known && args[next].Value == "]" {
 		return false
 	}
-	return !(args[next].known && testBinary[args[next].s])
+	return !(args[next].Known && testBinary[args[next].Value])
 }
 
 // shellState handles builtins that change how the shell itself behaves;
 // some of them run code.
-func (w *walker) shellState(name string, args []word) {
+func (w *walker) shellState(name string, args []Word) {
 	w.s.setUnsound("`" + name + "` changes what the shell runs")
 	if name == "fc" {
 		w.s.setUnknown("`fc` runs commands from the history")
 	}
 	for _, a := range args {
 		switch {
-		case !a.known:
-			w.s.setUnknown("`" + name + "` gets a word only known at run time: " + a.raw)
-		case name == "enable" && strings.HasPrefix(a.s, "-") && strings.Contains(a.s, "f"):
+		case !a.Known:
+			w.s.setUnknown("`" + name + "` gets a word only known at run time: " + a.Raw)
+		case name == "enable" && strings.HasPrefix(a.Value, "-") && strings.Contains(a.Value, "f"):
 			w.s.setUnknown("`enable -f` loads code into the shell")
-		case name == "hash" && strings.HasPrefix(a.s, "-") && strings.Contains(a.s, "p"):
+		case name == "hash" && strings.HasPrefix(a.Value, "-") && strings.Contains(a.Value, "p"):
 			w.s.setUnknown("`hash -p` makes a name run another program")
-		case name == "compgen" && (strings.HasPrefix(a.s, "-C") || strings.HasPrefix(a.s, "-F")):
-			w.s.setUnknown("`compgen " + a.s + "` runs a command")
+		case name == "compgen" && (strings.HasPrefix(a.Value, "-C") || strings.HasPrefix(a.Value, "-F")):
+			w.s.setUnknown("`compgen " + a.Value + "` runs a command")
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package policy
+package bash
 
 import (
 	"strings"
@@ -79,7 +79,7 @@ func (w *walker) stdinText(st *syntax.Stmt) (string, bool) {
 		return "", false
 	case last.Op == syntax.WordHdoc:
 		v := resolve(last.Word, w.src)
-		return v.s + "\n", v.known
+		return v.Value + "\n", v.Known
 	case last.Op == syntax.Hdoc || last.Op == syntax.DashHdoc:
 		return heredocText(last)
 	}

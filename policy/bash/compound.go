@@ -1,4 +1,4 @@
-package policy
+package bash
 
 import (
 	"fmt"
@@ -36,13 +36,13 @@ func pipeElements(c *syntax.BinaryCmd, out []*syntax.Stmt) []*syntax.Stmt {
 
 // timeProgram records "time [-p] cmd args" as the program time.
 func (w *walker) timeProgram(tc *syntax.TimeClause) {
-	argv := []word{literalWord("time")}
+	argv := []Word{Literal("time")}
 	if tc.PosixFormat {
-		argv = append(argv, literalWord("-p"))
+		argv = append(argv, Literal("-p"))
 	}
 	inner := tc.Stmt
 	if inner == nil {
-		w.addCommand(simpleCommand{argv: argv}, &syntax.Stmt{})
+		w.addCommand(Command{Argv: argv}, &syntax.Stmt{})
 		return
 	}
 	for _, r := range inner.Redirs {
@@ -57,7 +57,7 @@ func (w *walker) timeProgram(tc *syntax.TimeClause) {
 	if ok {
 		argv = w.words(call.Args, argv)
 	}
-	w.addCommand(simpleCommand{argv: argv}, inner)
+	w.addCommand(Command{Argv: argv}, inner)
 }
 
 // construct handles what the allow side never accepts: the deny side still
@@ -104,7 +104,7 @@ func (w *walker) forClause(c *syntax.ForClause) {
 	switch l := c.Loop.(type) {
 	case *syntax.WordIter:
 		w.setsStrings = true // the loop variable holds each item
-		items := make([]word, 0, len(l.Items))
+		items := make([]Word, 0, len(l.Items))
 		for _, item := range l.Items {
 			w.word(item)
 			items = append(items, resolve(item, w.src))

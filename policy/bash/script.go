@@ -1,4 +1,4 @@
-package policy
+package bash
 
 import (
 	"fmt"
@@ -7,90 +7,77 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// script is what the matcher learned from one command line, before the
+// Script is what the matcher learned from one command line, before the
 // shell runs it.
-type script struct {
-	// unknown says why the script may run commands the matcher cannot see
+type Script struct {
+	// Unknown says why the script may run commands the matcher cannot see
 	// (python -c, source, a script that does not parse): deny and ask
 	// rules match it whatever their prefixes. "" when every command is seen.
-	unknown string
-	// unsound says why an allow rule cannot vouch for the script: a
+	Unknown string
+	// Unsound says why an allow rule cannot vouch for the script: a
 	// construct outside the list the allow side understands, a redirection
 	// into a file, a word only known at run time. Every unknown script is
 	// also unsound.
-	unsound   string
-	commands  []simpleCommand
-	redirs    []word // the files redirections read or write
+	Unsound   string
+	Commands  []Command
+	Redirs    []Word // the files redirections read or write
 	dirs      cwdSet // where relative paths may resolve
 	rootMoved bool   // chroot and friends: absolute paths resolve elsewhere
 	// src is the command line, loops the for loops' variables with their
 	// items (loopvars.go).
 	src   string
-	loops map[string][]word
+	loops map[string][]Word
 	// resolvedPaths memoizes physical for the script's paths.
 	resolvedPaths map[string]string
-	// dotglob: a glob may match names that start with a dot; the script
+	// Dotglob: a glob may match names that start with a dot; the script
 	// may turn bash's dotglob on (shopt, GLOBIGNORE, BASHOPTS anywhere in
 	// it, as a command, a word or a string).
-	dotglob bool
+	Dotglob bool
 }
 
-// simpleCommand is one command the shell (or a program it starts) runs.
-type simpleCommand struct {
-	argv    []word
-	assigns []word      // the values of NAME=value words before the command
-	cands   []candidate // argv, then what each wrapper in it runs
+// Command is one command the shell (or a program it starts) runs.
+type Command struct {
+	Argv    []Word
+	Assigns []Word      // the values of NAME=value words before the command
+	Cands   []Candidate // argv, then what each wrapper in it runs
 }
 
-// candidate is one program and its arguments that a simple command runs:
+// Candidate is one program and its arguments that a simple command runs:
 // the command itself, or what a wrapper runs (sudo rm x: rm x).
-type candidate struct {
-	argv      []word
-	stdinArgs bool // more arguments come from standard input (xargs)
-	// script: a script file an interpreter runs (bash deploy.sh). Deny
+type Candidate struct {
+	Argv      []Word
+	StdinArgs bool // more arguments come from standard input (xargs)
+	// ScriptFile: a script file an interpreter runs (bash deploy.sh). Deny
 	// and ask rules match it like a program; allow rules do not need to.
-	script bool
+	ScriptFile bool
 }
 
-func (s *script) setUnknown(why string) {
-	if s.unknown == "" {
-		s.unknown = why
+func (s *Script) setUnknown(why string) {
+	if s.Unknown == "" {
+		s.Unknown = why
 	}
 	s.setUnsound(why)
 }
 
-func (s *script) setUnsound(why string) {
-	if s.unsound == "" {
-		s.unsound = why
+func (s *Script) setUnsound(why string) {
+	if s.Unsound == "" {
+		s.Unsound = why
 	}
-}
-
-// script parses a command line once per evaluation.
-func (ev *evalCtx) script(src string) *script {
-	if s, ok := ev.scripts[src]; ok {
-		return s
-	}
-	if ev.scripts == nil {
-		ev.scripts = map[string]*script{}
-	}
-	s := parseScript(src, ev.call.Cwd, ev.call.Home)
-	ev.scripts[src] = s
-	return s
 }
 
 // matcherFailed starts the reason of a script the walk failed on.
 const matcherFailed = "the matcher failed on this script"
 
-// maxNesting bounds bash -c inside bash -c: deeper scripts are not understood.
-const maxNesting = 8
+// MaxNesting bounds bash -c inside bash -c: deeper scripts are not understood.
+const MaxNesting = 8
 
-// parseScript analyses a command line for the session's working directory
+// Parse analyses a command line for the session's working directory
 // and home.
-func parseScript(src, cwd, home string) (s *script) {
-	s = &script{src: src, dotglob: strings.Contains(src, "shopt") || strings.Contains(src, "GLOBIGNORE") || strings.Contains(src, "BASHOPTS")}
+func Parse(src, cwd, home string) (s *Script) {
+	s = &Script{src: src, Dotglob: strings.Contains(src, "shopt") || strings.Contains(src, "GLOBIGNORE") || strings.Contains(src, "BASHOPTS")}
 	defer func() {
 		if r := recover(); r != nil { // a bug in the walk must not loosen a decision
-			s = &script{}
+			s = &Script{}
 			s.setUnknown(fmt.Sprintf("%s: %v", matcherFailed, r))
 		}
 	}()
@@ -112,7 +99,7 @@ func parseScript(src, cwd, home string) (s *script) {
 // walker visits a parsed script node by node. Every construct it does not
 // know makes the script unsound, and unknown when commands could hide in it.
 type walker struct {
-	s     *script
+	s     *Script
 	src   string // the text being walked, for explanations
 	home  string
 	depth int
@@ -127,7 +114,7 @@ type walker struct {
 // parse walks src as a nested script; what names the interpreter ("bash
 // -c") for explanations, "" for the top level.
 func (w *walker) parse(src, what string) {
-	if w.depth > maxNesting {
+	if w.depth > MaxNesting {
 		w.s.setUnknown("scripts nest more than 8 deep")
 		return
 	}
@@ -140,7 +127,7 @@ func (w *walker) parse(src, what string) {
 		}
 		return
 	}
-	if why := continuationDiffers(src, f); why != "" {
+	if why := ContinuationDiffers(src, f); why != "" {
 		w.s.setUnknown(why)
 	}
 	src, w.src = w.src, src
@@ -206,7 +193,7 @@ func (w *walker) command(c syntax.Command, st *syntax.Stmt) {
 // redirect checks one redirection: the allow side accepts only /dev/null as
 // a file to write, and fd duplication to a number.
 func (w *walker) redirect(r *syntax.Redirect) {
-	if r.N != nil && !allDigits(r.N.Value) {
+	if r.N != nil && !AllDigits(r.N.Value) {
 		w.s.setUnsound(fmt.Sprintf("redirection %s assigns a variable", r.N.Value))
 	}
 	switch r.Op {
@@ -222,26 +209,28 @@ func (w *walker) redirect(r *syntax.Redirect) {
 	target := w.word(r.Word)
 	switch r.Op {
 	case syntax.DplIn, syntax.DplOut:
-		if target.known && (allDigits(strings.TrimSuffix(target.s, "-")) || target.s == "-") {
+		if target.Known && (AllDigits(strings.TrimSuffix(target.Value, "-")) || target.Value == "-") {
 			return
 		}
 	}
-	w.s.redirs = append(w.s.redirs, target)
+	w.s.Redirs = append(w.s.Redirs, target)
 	switch {
-	case !target.known:
-		w.s.setUnsound(fmt.Sprintf("redirection target %s is only known at run time", target.raw))
+	case !target.Known:
+		w.s.setUnsound(fmt.Sprintf("redirection target %s is only known at run time", target.Raw))
 	case r.Op == syntax.RdrIn:
-		if strings.HasPrefix(target.s, "/dev/tcp/") || strings.HasPrefix(target.s, "/dev/udp/") {
-			w.s.setUnsound("redirection opens a network connection: " + target.s)
+		if strings.HasPrefix(target.Value, "/dev/tcp/") || strings.HasPrefix(target.Value, "/dev/udp/") {
+			w.s.setUnsound("redirection opens a network connection: " + target.Value)
 		}
 	case r.Op == syntax.DplIn:
-		w.s.setUnsound(fmt.Sprintf("redirection <&%s does not name a file descriptor", target.s))
-	case target.s != "/dev/null":
-		w.s.setUnsound("redirection writes to " + target.s)
+		w.s.setUnsound(fmt.Sprintf("redirection <&%s does not name a file descriptor", target.Value))
+	case target.Value != "/dev/null":
+		w.s.setUnsound("redirection writes to " + target.Value)
 	}
 }
 
-func allDigits(s string) bool {
+// AllDigits reports whether s is a non-empty run of ASCII digits (a file
+// descriptor, an option's count).
+func AllDigits(s string) bool {
 	if s == "" {
 		return false
 	}

@@ -1,4 +1,4 @@
-package policy
+package bash
 
 import (
 	"regexp"
@@ -26,16 +26,16 @@ var setters = map[string]bool{"read": true, "declare": true, "typeset": true, "l
 
 // addLoop records a for loop's variable and items; a variable two loops
 // set, or one with an item only known at run time, holds anything.
-func (s *script) addLoop(name string, items []word) {
+func (s *Script) addLoop(name string, items []Word) {
 	if s.loops == nil {
-		s.loops = map[string][]word{}
+		s.loops = map[string][]Word{}
 	}
 	if _, twice := s.loops[name]; twice {
 		s.loops[name] = nil
 		return
 	}
 	for _, it := range items {
-		if !it.known && !it.glob {
+		if !it.Known && !it.Glob {
 			s.loops[name] = nil
 			return
 		}
@@ -43,10 +43,10 @@ func (s *script) addLoop(name string, items []word) {
 	s.loops[name] = items
 }
 
-// loopValues are the values a word may have when it is a for loop's
+// LoopValues are the values a word may have when it is a for loop's
 // variable that nothing else sets, or false.
-func (s *script) loopValues(w word) ([]word, bool) {
-	m := quotedVar.FindStringSubmatch(w.raw)
+func (s *Script) LoopValues(w Word) ([]Word, bool) {
+	m := quotedVar.FindStringSubmatch(w.Raw)
 	if m == nil {
 		return nil, false
 	}
@@ -55,9 +55,9 @@ func (s *script) loopValues(w word) ([]word, bool) {
 	if items == nil {
 		return nil, false
 	}
-	for _, cmd := range s.commands {
-		for _, c := range cmd.cands {
-			if len(c.argv) == 0 || !c.argv[0].known || setters[c.argv[0].s] {
+	for _, cmd := range s.Commands {
+		for _, c := range cmd.Cands {
+			if len(c.Argv) == 0 || !c.Argv[0].Known || setters[c.Argv[0].Value] {
 				return nil, false
 			}
 		}

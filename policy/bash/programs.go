@@ -1,4 +1,4 @@
-package policy
+package bash
 
 import (
 	"strings"
@@ -13,26 +13,26 @@ var findNoValue = map[string]bool{"-print": true, "-print0": true, "-delete": tr
 
 // find runs the command of each -exec, -execdir, -ok and -okdir, with {}
 // replaced by file names.
-func (w *walker) find(c candidate) []candidate {
-	var out []candidate
-	args := c.argv[1:]
+func (w *walker) find(c Candidate) []Candidate {
+	var out []Candidate
+	args := c.Argv[1:]
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if !a.known {
-			prev := c.argv[i] // the word before a
-			if mayBeOption(a) && (!prev.known || !strings.HasPrefix(prev.s, "-") || findNoValue[prev.s]) {
-				w.s.setUnknown("find gets a word only known at run time, which could be -exec: " + a.raw)
+		if !a.Known {
+			prev := c.Argv[i] // the word before a
+			if mayBeOption(a) && (!prev.Known || !strings.HasPrefix(prev.Value, "-") || findNoValue[prev.Value]) {
+				w.s.setUnknown("find gets a word only known at run time, which could be -exec: " + a.Raw)
 			}
 			continue
 		}
-		switch a.s {
+		switch a.Value {
 		case "-exec", "-execdir", "-ok", "-okdir":
 			end := i + 1
-			for end < len(args) && !(args[end].known && (args[end].s == ";" || args[end].s == "+")) {
+			for end < len(args) && !(args[end].Known && (args[end].Value == ";" || args[end].Value == "+")) {
 				end++
 			}
 			if end > i+1 {
-				out = append(out, candidate{argv: args[i+1 : end]})
+				out = append(out, Candidate{Argv: args[i+1 : end]})
 			}
 			i = end
 		}
@@ -54,50 +54,50 @@ var gitSafeConfig = []string{"color.", "user.name", "user.email", "advice.", "co
 // git is matched by its subcommand: git -C dir push is also git push. A
 // configuration or an exec path given on the command line can make git run
 // anything: unknown.
-func (w *walker) git(c candidate) []candidate {
-	args := c.argv[1:]
+func (w *walker) git(c Candidate) []Candidate {
+	args := c.Argv[1:]
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
-		name, _, eq := strings.Cut(a.s, "=")
+		name, _, eq := strings.Cut(a.Value, "=")
 		switch {
-		case !a.known && mayBeOption(a):
-			w.s.setUnknown("git gets an option only known at run time: " + a.raw)
+		case !a.Known && mayBeOption(a):
+			w.s.setUnknown("git gets an option only known at run time: " + a.Raw)
 			return nil
-		case !a.known && i == 0:
+		case !a.Known && i == 0:
 			return nil
-		case a.s == "-C":
+		case a.Value == "-C":
 			if i++; i < len(args) {
 				w.cd(args[i])
 			}
-		case a.s == "-c":
+		case a.Value == "-c":
 			if i++; i < len(args) && !gitSafe(args[i]) {
-				w.s.setUnknown("git -c " + args[i].raw + " can make git run commands the matcher cannot see")
+				w.s.setUnknown("git -c " + args[i].Raw + " can make git run commands the matcher cannot see")
 				return nil
 			}
 		case name == "--config-env" || name == "--exec-path" && eq:
-			w.s.setUnknown("git " + a.s + " can make git run commands the matcher cannot see")
+			w.s.setUnknown("git " + a.Value + " can make git run commands the matcher cannot see")
 			return nil
 		case gitGlobalValue[name]:
 			if !eq {
 				i++
 			}
-		case strings.HasPrefix(a.s, "-"):
+		case strings.HasPrefix(a.Value, "-"):
 		default:
 			if i == 0 {
 				return nil
 			}
-			return []candidate{{argv: append([]word{c.argv[0]}, args[i:]...)}}
+			return []Candidate{{Argv: append([]Word{c.Argv[0]}, args[i:]...)}}
 		}
 	}
 	return nil
 }
 
-func gitSafe(kv word) bool {
-	if !kv.known {
+func gitSafe(kv Word) bool {
+	if !kv.Known {
 		return false
 	}
-	key := strings.ToLower(kv.s)
+	key := strings.ToLower(kv.Value)
 	for _, safe := range gitSafeConfig {
 		if strings.HasPrefix(key, safe) {
 			return true
@@ -108,25 +108,25 @@ func gitSafe(kv word) bool {
 
 // watch runs its command through sh -c, its words joined by spaces; with
 // -x, directly.
-func (w *walker) watch(c candidate) []candidate {
-	args := c.argv[1:]
+func (w *walker) watch(c Candidate) []Candidate {
+	args := c.Argv[1:]
 	direct := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case !a.known:
-			w.s.setUnknown("watch gets a word only known at run time: " + a.raw)
+		case !a.Known:
+			w.s.setUnknown("watch gets a word only known at run time: " + a.Raw)
 			return nil
-		case a.s == "-x" || a.s == "--exec":
+		case a.Value == "-x" || a.Value == "--exec":
 			direct = true
-		case a.s == "-n" || a.s == "--interval" || a.s == "-q" || a.s == "--equexit":
+		case a.Value == "-n" || a.Value == "--interval" || a.Value == "-q" || a.Value == "--equexit":
 			i++
-		case a.s == "--":
+		case a.Value == "--":
 			if i+1 == len(args) {
 				return nil
 			}
 			return w.watched(args[i+1:], direct)
-		case strings.HasPrefix(a.s, "-"):
+		case strings.HasPrefix(a.Value, "-"):
 		default:
 			return w.watched(args[i:], direct)
 		}
@@ -134,9 +134,9 @@ func (w *walker) watch(c candidate) []candidate {
 	return nil
 }
 
-func (w *walker) watched(cmd []word, direct bool) []candidate {
+func (w *walker) watched(cmd []Word, direct bool) []Candidate {
 	if direct {
-		return []candidate{{argv: cmd}}
+		return []Candidate{{Argv: cmd}}
 	}
 	w.loop++
 	w.nested(joinWords(cmd), "watch")
@@ -146,14 +146,14 @@ func (w *walker) watched(cmd []word, direct bool) []candidate {
 
 // chdirOption follows make -C DIR and tar -C DIR, which read their
 // relative paths from DIR.
-func (w *walker) chdirOption(args []word) {
+func (w *walker) chdirOption(args []Word) {
 	for i, a := range args {
 		switch {
-		case !a.known:
-		case (a.s == "-C" || a.s == "--directory") && i+1 < len(args):
+		case !a.Known:
+		case (a.Value == "-C" || a.Value == "--directory") && i+1 < len(args):
 			w.cd(args[i+1])
-		case strings.HasPrefix(a.s, "--directory="):
-			w.cd(literalWord(a.s[len("--directory="):]))
+		case strings.HasPrefix(a.Value, "--directory="):
+			w.cd(Literal(a.Value[len("--directory="):]))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package policy
+package bash
 
 import (
 	"strings"
@@ -23,9 +23,9 @@ import (
 // continuationDiffers finds each of these in a parsed script, so that the
 // script is unknown: no allow vouches for it, every deny and ask matches.
 
-// continuationDiffers says where bash would read the lines of src, which
+// ContinuationDiffers says where bash would read the lines of src, which
 // parsed as f (with its comments kept), otherwise than the matcher, or "".
-func continuationDiffers(src string, f *syntax.File) string {
+func ContinuationDiffers(src string, f *syntax.File) string {
 	if strings.Contains(src, "\\\r\n") {
 		return "a backslash before CR LF: bash escapes the CR and ends the line there, where the matcher reads one line"
 	}

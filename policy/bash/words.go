@@ -1,4 +1,4 @@
-package policy
+package bash
 
 import (
 	"strings"
@@ -6,49 +6,49 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// word is one shell word as the matcher sees it before the shell runs.
-type word struct {
-	s     string // the value after quote removal when known; the pattern when glob
-	raw   string // the word as written, for explanations
-	known bool   // the value is static
-	glob  bool   // unquoted glob characters: s is a pattern, quoted ones escaped with \
-	split bool   // unknown and unquoted: the shell may make any number of words of it
-	tilde bool   // s starts with an unquoted ~ that the shell replaces with the home
+// Word is one shell word as the matcher sees it before the shell runs.
+type Word struct {
+	Value string // the value after quote removal when known; the pattern when glob
+	Raw   string // the word as written, for explanations
+	Known bool   // the value is static
+	Glob  bool   // unquoted glob characters: s is a pattern, quoted ones escaped with \
+	Split bool   // unknown and unquoted: the shell may make any number of words of it
+	Tilde bool   // s starts with an unquoted ~ that the shell replaces with the home
 	// eqTilde: the word is NAME=~..., and bash replaces the ~ after = too.
 	eqTilde bool
-	// fd: the word is one process substitution, <(...) or >(...): unknown
+	// FD: the word is one process substitution, <(...) or >(...): unknown
 	// as a value, but always a /dev/fd path, never a file's name.
-	fd bool
+	FD bool
 }
 
-// literalWord is a word the matcher made up (a prefix word, a part of a
+// Literal is a word the matcher made up (a prefix word, a part of a
 // joined script); it is known and carries no shell syntax.
-func literalWord(s string) word { return word{s: s, raw: s, known: true} }
+func Literal(s string) Word { return Word{Value: s, Raw: s, Known: true} }
 
 // mayBeOption reports whether a word may be, or become, an option (-x):
 // a word only known at run time may, unless it starts with something else.
-func mayBeOption(w word) bool {
+func mayBeOption(w Word) bool {
 	switch {
-	case w.known:
-		return strings.HasPrefix(w.s, "-")
-	case w.raw == "":
+	case w.Known:
+		return strings.HasPrefix(w.Value, "-")
+	case w.Raw == "":
 		return true
 	}
-	c := w.raw[0]
+	c := w.Raw[0]
 	return c == '-' || strings.IndexByte("$\"'`\\*?[{~", c) >= 0
 }
 
 // unknownWord is a word whose value only the running shell knows.
-func unknownWord(raw string, split bool) word { return word{raw: raw, split: split} }
+func unknownWord(raw string, split bool) Word { return Word{Raw: raw, Split: split} }
 
 // resolve returns what the shell makes of a word, as far as it is static:
 // quotes removed, and unknown when it has expansions ($x, $(...), $'...'),
 // brace expansion or an unusual tilde; globs keep their pattern.
-func resolve(w *syntax.Word, src string) word {
+func resolve(w *syntax.Word, src string) Word {
 	raw := wordText(w, src)
 	if len(w.Parts) == 1 {
 		if lit, ok := w.Parts[0].(*syntax.Lit); ok && !strings.ContainsAny(lit.Value, "\\*?[{~") {
-			return word{s: lit.Value, raw: raw, known: true}
+			return Word{Value: lit.Value, Raw: raw, Known: true}
 		}
 	}
 	r := resolver{raw: raw}
@@ -56,20 +56,20 @@ func resolve(w *syntax.Word, src string) word {
 		r.part(part, i, len(w.Parts))
 		if r.unknown {
 			out := unknownWord(raw, r.split)
-			_, out.fd = w.Parts[0].(*syntax.ProcSubst)
-			out.fd = out.fd && len(w.Parts) == 1
+			_, out.FD = w.Parts[0].(*syntax.ProcSubst)
+			out.FD = out.FD && len(w.Parts) == 1
 			return out
 		}
 	}
 	if braceExpands(r.skeleton.String()) {
 		return unknownWord(raw, true)
 	}
-	out := word{raw: raw, tilde: r.tilde, eqTilde: r.eqTilde}
+	out := Word{Raw: raw, Tilde: r.tilde, eqTilde: r.eqTilde}
 	if r.glob {
-		out.s, out.glob = r.pattern.String(), true
+		out.Value, out.Glob = r.pattern.String(), true
 		return out
 	}
-	out.s, out.known = r.value.String(), true
+	out.Value, out.Known = r.value.String(), true
 	return out
 }
 

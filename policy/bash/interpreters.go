@@ -1,4 +1,4 @@
-package policy
+package bash
 
 import (
 	"slices"
@@ -39,9 +39,9 @@ var interpreters = map[string]interpreter{
 	"php": {}, "lua": {}, "luajit": {}, "tclsh": {}, "wish": {}, "Rscript": {}, "julia": {}, "expect": {},
 }
 
-// alwaysUnknown run commands the matcher cannot see whatever their
+// AlwaysUnknown run commands the matcher cannot see whatever their
 // arguments: su and script hand them to a shell, parallel builds them.
-var alwaysUnknown = map[string]string{
+var AlwaysUnknown = map[string]string{
 	"su":       "su hands its command to the user's shell",
 	"sg":       "sg hands its command to a shell",
 	"newgrp":   "newgrp starts a shell reading standard input",
@@ -65,32 +65,32 @@ func interpreterFor(name string) (interpreter, bool) {
 // interpret looks at what an interpreter runs: a script file is not looked
 // into; an inline script, standard input or an option it does not know
 // makes what runs unknown.
-func (w *walker) interpret(name string, in interpreter, c candidate) []candidate {
-	args := c.argv[1:]
-	if len(args) == 1 && args[0].known && (args[0].s == "--version" || args[0].s == "--help" || args[0].s == in.version && in.version != "") {
+func (w *walker) interpret(name string, in interpreter, c Candidate) []Candidate {
+	args := c.Argv[1:]
+	if len(args) == 1 && args[0].Known && (args[0].Value == "--version" || args[0].Value == "--help" || args[0].Value == in.version && in.version != "") {
 		return nil // prints and exits: runs no script
 	}
-	if len(args) > 0 && args[0].known && slices.Contains(in.subcmd, args[0].s) {
+	if len(args) > 0 && args[0].Known && slices.Contains(in.subcmd, args[0].Value) {
 		args = args[1:]
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case !a.known:
-			w.s.setUnknown(name + " runs a script named by " + a.raw + ", only known at run time")
+		case !a.Known:
+			w.s.setUnknown(name + " runs a script named by " + a.Raw + ", only known at run time")
 			return nil
-		case a.s == "-" || a.s == "--" && i+1 == len(args):
+		case a.Value == "-" || a.Value == "--" && i+1 == len(args):
 			w.s.setUnknown(name + " reads its script from standard input")
 			return nil
-		case a.s == "--":
+		case a.Value == "--":
 			return scriptFile(args[i+1:])
-		case slices.Contains(in.module, a.s):
+		case slices.Contains(in.module, a.Value):
 			return nil // a module: like a script file
-		case slices.Contains(in.valueOpts, a.s):
+		case slices.Contains(in.valueOpts, a.Value):
 			i++
-		case slices.Contains(in.harmless, a.s) || len(a.s) > 2 && slices.Contains(in.valueOpts, a.s[:2]):
-		case strings.HasPrefix(a.s, "-"):
-			w.s.setUnknown(name + " " + a.s + " runs code the matcher cannot see")
+		case slices.Contains(in.harmless, a.Value) || len(a.Value) > 2 && slices.Contains(in.valueOpts, a.Value[:2]):
+		case strings.HasPrefix(a.Value, "-"):
+			w.s.setUnknown(name + " " + a.Value + " runs code the matcher cannot see")
 			return nil
 		default:
 			return scriptFile(args[i:])
@@ -102,37 +102,37 @@ func (w *walker) interpret(name string, in interpreter, c candidate) []candidate
 
 // scriptFile is the script an interpreter runs, as a program with its
 // arguments: the matcher does not look into the file.
-func scriptFile(args []word) []candidate {
-	return []candidate{{argv: args, script: true}}
+func scriptFile(args []Word) []Candidate {
+	return []Candidate{{Argv: args, ScriptFile: true}}
 }
 
 // shell looks into what sh/bash run: the script of -c, or a here-document
 // on standard input. Options that change what runs (-s, -O, --rcfile,
 // options after -c, --) make it unknown.
-func (w *walker) shell(name string, c candidate, st *syntax.Stmt) []candidate {
-	args := c.argv[1:]
+func (w *walker) shell(name string, c Candidate, st *syntax.Stmt) []Candidate {
+	args := c.Argv[1:]
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case !a.known:
-			w.s.setUnknown(name + " gets arguments only known at run time: " + a.raw)
+		case !a.Known:
+			w.s.setUnknown(name + " gets arguments only known at run time: " + a.Raw)
 			return nil
-		case a.s == "-o" || a.s == "+o":
+		case a.Value == "-o" || a.Value == "+o":
 			i++
-		case len(a.s) < 2 || a.s[0] != '-' && a.s[0] != '+':
+		case len(a.Value) < 2 || a.Value[0] != '-' && a.Value[0] != '+':
 			return w.shellFile(name, c, args[i:])
-		case shellOption(a.s) != "":
-			w.s.setUnknown(name + " " + a.s + shellOption(a.s))
+		case shellOption(a.Value) != "":
+			w.s.setUnknown(name + " " + a.Value + shellOption(a.Value))
 			return nil
-		case strings.HasPrefix(a.s, "--"):
-		case strings.IndexByte(a.s, 'c') > 0:
+		case strings.HasPrefix(a.Value, "--"):
+		case strings.IndexByte(a.Value, 'c') > 0:
 			w.shellScript(name, args[i+1:])
 			return nil
-		case strings.HasSuffix(a.s, "o"):
+		case strings.HasSuffix(a.Value, "o"):
 			i++ // -eo pipefail
 		}
 	}
-	if c.stdinArgs {
+	if c.StdinArgs {
 		w.s.setUnknown(name + " runs a script file named by its input")
 		return nil
 	}
@@ -147,12 +147,12 @@ func (w *walker) shell(name string, c candidate, st *syntax.Stmt) []candidate {
 
 // shellFile is a shell's first operand: a script file, or - for
 // standard input.
-func (w *walker) shellFile(name string, c candidate, args []word) []candidate {
+func (w *walker) shellFile(name string, c Candidate, args []Word) []Candidate {
 	switch {
-	case args[0].s == "-":
+	case args[0].Value == "-":
 		w.s.setUnknown(name + " - reads its script from standard input")
 		return nil
-	case c.stdinArgs:
+	case c.StdinArgs:
 		w.s.setUnknown(name + " runs a script file named by its input")
 	}
 	return scriptFile(args)
@@ -185,13 +185,13 @@ func shellOption(s string) string {
 }
 
 // shellScript handles the words after -c: the script, then $0, $1...
-func (w *walker) shellScript(name string, rest []word) {
+func (w *walker) shellScript(name string, rest []Word) {
 	if len(rest) == 0 {
 		w.s.setUnknown(name + " -c has no script")
 		return
 	}
-	if rest[0].known && rest[0].s != "" && (rest[0].s[0] == '-' || rest[0].s[0] == '+') {
-		w.s.setUnknown(name + " -c " + rest[0].s + ": options after -c hide which word is the script")
+	if rest[0].Known && rest[0].Value != "" && (rest[0].Value[0] == '-' || rest[0].Value[0] == '+') {
+		w.s.setUnknown(name + " -c " + rest[0].Value + ": options after -c hide which word is the script")
 		return
 	}
 	if len(rest) > 1 {
@@ -201,35 +201,35 @@ func (w *walker) shellScript(name string, rest []word) {
 }
 
 // nested looks into a script given as a word (bash -c, eval, trap, watch).
-func (w *walker) nested(script word, what string) {
-	if !script.known {
-		w.s.setUnknown(what + " runs a script only known at run time: " + script.raw)
+func (w *walker) nested(script Word, what string) {
+	if !script.Known {
+		w.s.setUnknown(what + " runs a script only known at run time: " + script.Raw)
 		return
 	}
-	w.parse(script.s, what)
+	w.parse(script.Value, what)
 }
 
 // awk's program can run commands with system(), pipes and extensions.
-func (w *walker) awk(name string, c candidate) {
-	args := c.argv[1:]
+func (w *walker) awk(name string, c Candidate) {
+	args := c.Argv[1:]
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case !a.known:
-			w.s.setUnknown(name + " gets arguments only known at run time: " + a.raw)
+		case !a.Known:
+			w.s.setUnknown(name + " gets arguments only known at run time: " + a.Raw)
 			return
-		case a.s == "-F" || a.s == "-v":
+		case a.Value == "-F" || a.Value == "-v":
 			i++
-		case strings.HasPrefix(a.s, "-F") || strings.HasPrefix(a.s, "-v"):
-		case a.s == "-f" || strings.HasPrefix(a.s, "--file"):
+		case strings.HasPrefix(a.Value, "-F") || strings.HasPrefix(a.Value, "-v"):
+		case a.Value == "-f" || strings.HasPrefix(a.Value, "--file"):
 			return // a program file: not looked into
-		case a.s == "--":
+		case a.Value == "--":
 			if i+1 < len(args) {
 				w.awkProgram(name, args[i+1])
 			}
 			return
-		case strings.HasPrefix(a.s, "-"):
-			w.s.setUnknown(name + " " + a.s + ": an option the matcher does not know")
+		case strings.HasPrefix(a.Value, "-"):
+			w.s.setUnknown(name + " " + a.Value + ": an option the matcher does not know")
 			return
 		default:
 			w.awkProgram(name, a)
@@ -238,12 +238,12 @@ func (w *walker) awk(name string, c candidate) {
 	}
 }
 
-func (w *walker) awkProgram(name string, prog word) {
-	if !prog.known {
+func (w *walker) awkProgram(name string, prog Word) {
+	if !prog.Known {
 		w.s.setUnknown(name + " runs a program only known at run time")
 		return
 	}
-	if strings.Contains(prog.s, "system") || strings.ContainsAny(prog.s, "|@") {
+	if strings.Contains(prog.Value, "system") || strings.ContainsAny(prog.Value, "|@") {
 		w.s.setUnknown(name + "'s program can run commands (system, |, @load)")
 	}
 }

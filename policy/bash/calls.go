@@ -1,4 +1,4 @@
-package policy
+package bash
 
 import (
 	"fmt"
@@ -17,23 +17,23 @@ var codeVars = map[string]bool{"PS0": true, "PS1": true, "PS2": true, "PS3": tru
 
 // call records one simple command and everything it runs.
 func (w *walker) call(c *syntax.CallExpr, st *syntax.Stmt) {
-	var cmd simpleCommand
+	var cmd Command
 	for _, a := range c.Assigns {
 		w.s.setUnsound(fmt.Sprintf("assignment %s changes what the command runs with", w.text(a)))
-		cmd.assigns = append(cmd.assigns, w.assign(a))
+		cmd.Assigns = append(cmd.Assigns, w.assign(a))
 	}
-	cmd.argv = w.words(c.Args, make([]word, 0, len(c.Args)))
+	cmd.Argv = w.words(c.Args, make([]Word, 0, len(c.Args)))
 	w.addCommand(cmd, st)
 }
 
 // words resolves the words of a command, appending them to argv.
-func (w *walker) words(args []*syntax.Word, argv []word) []word {
+func (w *walker) words(args []*syntax.Word, argv []Word) []Word {
 	for _, a := range args {
 		v := w.word(a)
 		switch {
-		case !v.known:
-			w.s.setUnsound(fmt.Sprintf("word %s is only known at run time", v.raw))
-		case strings.Contains(v.s, "CDPATH") || strings.Contains(v.s, "cdable_vars"):
+		case !v.Known:
+			w.s.setUnsound(fmt.Sprintf("word %s is only known at run time", v.Raw))
+		case strings.Contains(v.Value, "CDPATH") || strings.Contains(v.Value, "cdable_vars"):
 			w.cdpath = true
 		}
 		argv = append(argv, v)
@@ -42,11 +42,11 @@ func (w *walker) words(args []*syntax.Word, argv []word) []word {
 }
 
 // addCommand records a simple command and what it runs.
-func (w *walker) addCommand(cmd simpleCommand, st *syntax.Stmt) {
-	if len(cmd.argv) > 0 {
-		cmd.cands = w.candidates(cmd.argv, st)
+func (w *walker) addCommand(cmd Command, st *syntax.Stmt) {
+	if len(cmd.Argv) > 0 {
+		cmd.Cands = w.candidates(cmd.Argv, st)
 	}
-	w.s.commands = append(w.s.commands, cmd)
+	w.s.Commands = append(w.s.Commands, cmd)
 }
 
 // text is a node as written.
@@ -60,11 +60,11 @@ func (w *walker) text(n syntax.Node) string {
 
 // candidates returns the command and, in turn, what each wrapper in it
 // runs: sudo -u x nice rm f is [sudo -u x nice rm f], [nice rm f], [rm f].
-func (w *walker) candidates(argv []word, st *syntax.Stmt) []candidate {
-	cands := []candidate{{argv: argv}}
+func (w *walker) candidates(argv []Word, st *syntax.Stmt) []Candidate {
+	cands := []Candidate{{Argv: argv}}
 	for i := 0; i < len(cands); i++ {
 		if len(cands) > maxCandidates {
-			w.s.setUnknown(fmt.Sprintf("%s has too many readings through its wrappers", argv[0].raw))
+			w.s.setUnknown(fmt.Sprintf("%s has too many readings through its wrappers", argv[0].Raw))
 			break
 		}
 		cands = append(cands, w.inspect(cands[i], st)...)
@@ -75,18 +75,18 @@ func (w *walker) candidates(argv []word, st *syntax.Stmt) []candidate {
 // inspect looks at one program and its arguments: what a wrapper or a
 // builtin runs in turn, what an interpreter runs, where it changes
 // directory.
-func (w *walker) inspect(c candidate, st *syntax.Stmt) []candidate {
-	prog := c.argv[0]
-	if !prog.known {
+func (w *walker) inspect(c Candidate, st *syntax.Stmt) []Candidate {
+	prog := c.Argv[0]
+	if !prog.Known {
 		return nil
 	}
-	name := prog.s
+	name := prog.Value
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
 	} else if next, ok := w.builtin(name, c); ok {
 		return next
 	}
-	if why, ok := alwaysUnknown[name]; ok {
+	if why, ok := AlwaysUnknown[name]; ok {
 		w.s.setUnknown(why)
 		return nil
 	}
@@ -109,7 +109,7 @@ func (w *walker) inspect(c candidate, st *syntax.Stmt) []candidate {
 	case name == "watch":
 		return w.watch(c)
 	case name == "make" || name == "tar":
-		w.chdirOption(c.argv[1:])
+		w.chdirOption(c.Argv[1:])
 	default:
 		if in, ok := interpreterFor(name); ok {
 			return w.interpret(name, in, c)
@@ -119,9 +119,9 @@ func (w *walker) inspect(c candidate, st *syntax.Stmt) []candidate {
 }
 
 // wrap returns what a wrapper runs, under each reading of its arguments.
-func (w *walker) wrap(name string, wr wrapper, c candidate) []candidate {
-	var out []candidate
-	for _, r := range wr.strip(name, c.argv[1:]) {
+func (w *walker) wrap(name string, wr wrapper, c Candidate) []Candidate {
+	var out []Candidate
+	for _, r := range wr.strip(name, c.Argv[1:]) {
 		if r.unknown != "" {
 			w.s.setUnknown(r.unknown)
 			continue
@@ -131,17 +131,17 @@ func (w *walker) wrap(name string, wr wrapper, c candidate) []candidate {
 		}
 		w.s.rootMoved = w.s.rootMoved || r.root
 		if len(r.argv) > 0 {
-			out = append(out, candidate{argv: r.argv, stdinArgs: wr.stdinArgs || c.stdinArgs})
+			out = append(out, Candidate{Argv: r.argv, StdinArgs: wr.stdinArgs || c.StdinArgs})
 		}
 	}
 	if wr.assigns {
-		w.envAssigns(name, c.argv[1:])
+		w.envAssigns(name, c.Argv[1:])
 	}
 	switch {
 	case name == "exec" && len(out) == 0:
 		w.s.setUnsound("`exec` without a command changes the shell's own files")
 	case name == "xargs":
-		replaceWords(out, xargsReplace(c.argv[1:]))
+		replaceWords(out, xargsReplace(c.Argv[1:]))
 	case name == "chroot":
 		w.s.rootMoved = true
 	}
@@ -150,12 +150,12 @@ func (w *walker) wrap(name string, wr wrapper, c candidate) []candidate {
 
 // envAssigns checks the NAME=value words env and sudo put in the
 // command's environment.
-func (w *walker) envAssigns(name string, args []word) {
+func (w *walker) envAssigns(name string, args []Word) {
 	for _, a := range args {
-		if !a.known {
+		if !a.Known {
 			continue
 		}
-		if n, _, ok := strings.Cut(a.s, "="); ok && codeVars[n] {
+		if n, _, ok := strings.Cut(a.Value, "="); ok && codeVars[n] {
 			w.s.setUnknown(fmt.Sprintf("%s sets %s, which holds code the shell runs later", name, n))
 		}
 	}
@@ -163,9 +163,9 @@ func (w *walker) envAssigns(name string, args []word) {
 
 // runuser runs its command like a wrapper with -u USER; otherwise, like su,
 // it hands it to a shell.
-func (w *walker) runuser(c candidate) []candidate {
-	for _, a := range c.argv[1:] {
-		if a.known && (a.s == "-u" || a.s == "--user" || strings.HasPrefix(a.s, "--user=")) {
+func (w *walker) runuser(c Candidate) []Candidate {
+	for _, a := range c.Argv[1:] {
+		if a.Known && (a.Value == "-u" || a.Value == "--user" || strings.HasPrefix(a.Value, "--user=")) {
 			return w.wrap("runuser", runuserWrapper, c)
 		}
 	}
@@ -174,18 +174,18 @@ func (w *walker) runuser(c candidate) []candidate {
 }
 
 // xargsReplace is the string xargs -I replaces with each input item, or "".
-func xargsReplace(args []word) string {
+func xargsReplace(args []Word) string {
 	for i, a := range args {
 		switch {
-		case !a.known:
-		case a.s == "-I" && i+1 < len(args):
-			return args[i+1].s
-		case a.s == "-i" || a.s == "--replace":
+		case !a.Known:
+		case a.Value == "-I" && i+1 < len(args):
+			return args[i+1].Value
+		case a.Value == "-i" || a.Value == "--replace":
 			return "{}"
-		case strings.HasPrefix(a.s, "-I") || strings.HasPrefix(a.s, "-i"):
-			return a.s[2:]
-		case strings.HasPrefix(a.s, "--replace="):
-			return a.s[len("--replace="):]
+		case strings.HasPrefix(a.Value, "-I") || strings.HasPrefix(a.Value, "-i"):
+			return a.Value[2:]
+		case strings.HasPrefix(a.Value, "--replace="):
+			return a.Value[len("--replace="):]
 		}
 	}
 	return ""
@@ -193,25 +193,25 @@ func xargsReplace(args []word) string {
 
 // replaceWords makes every word that holds a placeholder (xargs -I {},
 // find -exec {}) unknown: the program fills it in.
-func replaceWords(cands []candidate, placeholder string) {
+func replaceWords(cands []Candidate, placeholder string) {
 	if placeholder == "" {
 		return
 	}
 	for i, c := range cands {
-		argv := make([]word, len(c.argv))
-		for j, a := range c.argv {
+		argv := make([]Word, len(c.Argv))
+		for j, a := range c.Argv {
 			argv[j] = a
-			if a.known && strings.Contains(a.s, placeholder) {
-				argv[j] = unknownWord(a.raw, false)
+			if a.Known && strings.Contains(a.Value, placeholder) {
+				argv[j] = unknownWord(a.Raw, false)
 			}
 		}
-		cands[i].argv = argv
+		cands[i].Argv = argv
 	}
 }
 
 // assign walks one NAME=value (or NAME[i]=value, NAME=(...)) and returns
 // its value.
-func (w *walker) assign(a *syntax.Assign) word {
+func (w *walker) assign(a *syntax.Assign) Word {
 	if a.Name != nil {
 		if codeVars[a.Name.Value] {
 			w.s.setUnknown(a.Name.Value + " holds code the shell runs later")
@@ -233,10 +233,10 @@ func (w *walker) assign(a *syntax.Assign) word {
 		}
 	}
 	if a.Value == nil {
-		return word{}
+		return Word{}
 	}
 	v := w.word(a.Value)
-	if a.Append || !(v.known && isNumber(v.s) || arithmeticOnly(a.Value)) {
+	if a.Append || !(v.Known && isNumber(v.Value) || arithmeticOnly(a.Value)) {
 		w.setsStrings = true
 	}
 	return v

@@ -1,4 +1,4 @@
-package policy
+package bash
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 )
 
 // word walks what runs inside a word and returns what the shell makes of it.
-func (w *walker) word(wd *syntax.Word) word {
+func (w *walker) word(wd *syntax.Word) Word {
 	if wd == nil {
-		return literalWord("")
+		return Literal("")
 	}
 	w.expansions(wd)
 	return resolve(wd, w.src)
@@ -172,7 +172,7 @@ func (w *walker) test(x syntax.TestExpr) {
 		}
 	case *syntax.UnaryTest:
 		if wd, ok := x.X.(*syntax.Word); ok && (x.Op == syntax.TsVarSet || x.Op == syntax.TsRefVar) {
-			if v := w.word(wd); v.known {
+			if v := w.word(wd); v.Known {
 				w.name("[[ "+x.Op.String(), v)
 			} else {
 				w.evalsVars = true
@@ -199,17 +199,17 @@ func (w *walker) arithOperand(x syntax.TestExpr) {
 	}
 	v := w.word(wd)
 	switch {
-	case !v.known:
+	case !v.Known:
 		if len(wd.Parts) == 1 {
 			if _, plain := wd.Parts[0].(*syntax.ParamExp); plain {
 				w.evalsVars = true
 				return
 			}
 		}
-		w.s.setUnknown("arithmetic on " + v.raw + " can run commands")
-	case strings.Contains(v.s, "["):
-		w.s.setUnknown("arithmetic on " + v.raw + " evaluates a subscript, which can run commands")
-	case strings.IndexFunc(v.s, func(r rune) bool { return r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }) >= 0:
+		w.s.setUnknown("arithmetic on " + v.Raw + " can run commands")
+	case strings.Contains(v.Value, "["):
+		w.s.setUnknown("arithmetic on " + v.Raw + " evaluates a subscript, which can run commands")
+	case strings.IndexFunc(v.Value, func(r rune) bool { return r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }) >= 0:
 		w.evalsVars = true
 	}
 }
@@ -219,18 +219,18 @@ func (w *walker) arithOperand(x syntax.TestExpr) {
 func (w *walker) decl(c *syntax.DeclClause) {
 	name := c.Variant.Value
 	w.s.setUnsound("`" + name + "` sets shell variables")
-	cmd := simpleCommand{argv: []word{literalWord(name)}}
+	cmd := Command{Argv: []Word{Literal(name)}}
 	var integer, nameref bool
 	for _, a := range c.Args {
 		if a.Naked && a.Name == nil {
 			v := w.word(a.Value)
-			cmd.argv = append(cmd.argv, v)
+			cmd.Argv = append(cmd.Argv, v)
 			switch {
-			case !v.known:
+			case !v.Known:
 				w.evalsVars = true
-			case strings.HasPrefix(v.s, "-") || strings.HasPrefix(v.s, "+"):
-				integer = integer || strings.Contains(v.s, "i")
-				nameref = nameref || strings.Contains(v.s, "n")
+			case strings.HasPrefix(v.Value, "-") || strings.HasPrefix(v.Value, "+"):
+				integer = integer || strings.Contains(v.Value, "i")
+				nameref = nameref || strings.Contains(v.Value, "n")
 			default:
 				w.name(name, v)
 			}
@@ -238,24 +238,24 @@ func (w *walker) decl(c *syntax.DeclClause) {
 		}
 		w.setsStrings = true
 		v := w.assign(a)
-		cmd.assigns = append(cmd.assigns, v)
+		cmd.Assigns = append(cmd.Assigns, v)
 		if integer || nameref {
 			w.declValue(name, v, nameref)
 		}
 	}
-	cmd.cands = []candidate{{argv: cmd.argv}}
-	w.s.commands = append(w.s.commands, cmd)
+	cmd.Cands = []Candidate{{Argv: cmd.Argv}}
+	w.s.Commands = append(w.s.Commands, cmd)
 }
 
 // declValue checks a value that declare -i evaluates as arithmetic, or
 // that declare -n takes as a variable name.
-func (w *walker) declValue(name string, v word, nameref bool) {
+func (w *walker) declValue(name string, v Word, nameref bool) {
 	switch {
-	case !v.known:
-		w.s.setUnknown("`" + name + "` evaluates " + v.raw + ", only known at run time")
-	case strings.Contains(v.s, "["):
-		w.s.setUnknown("`" + name + "` evaluates the subscript in " + v.raw + ", which can run commands")
-	case !nameref && !isNumber(v.s):
+	case !v.Known:
+		w.s.setUnknown("`" + name + "` evaluates " + v.Raw + ", only known at run time")
+	case strings.Contains(v.Value, "["):
+		w.s.setUnknown("`" + name + "` evaluates the subscript in " + v.Raw + ", which can run commands")
+	case !nameref && !isNumber(v.Value):
 		w.evalsVars = true
 	}
 }
