@@ -18,8 +18,9 @@
 // gate_unavailable: Claude Code treats a crash, bad output or a timeout as
 // "no verdict" and would let an auto-allowed call run.
 //
-// It may import only the api and claudecode packages, gjson, sjson and the
-// standard library (a test enforces it).
+// It may import only the api, client, paths, spool and claudecode
+// packages, gjson, sjson, Landlock and the standard library (a test
+// enforces it).
 //
 // Environment:
 //
@@ -37,6 +38,7 @@ package hook
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -53,8 +55,26 @@ import (
 	"github.com/toolgate/toolgate/spool"
 )
 
-// MaxEvent bounds the event read from stdin. A larger one is denied.
+// MaxEvent bounds a hook event, on stdin or in an http hook's request. A
+// larger one is denied.
 const MaxEvent = 8 << 20
+
+// ReadEvent reads one hook event, whichever way it comes (the hook
+// binary's stdin, toolgate run's http endpoint): at most MaxEvent bytes of
+// valid JSON. On an error the event is to be denied; a read that broke
+// returns what came before, for the spool.
+func ReadEvent(r io.Reader) ([]byte, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, MaxEvent+1))
+	switch {
+	case err != nil:
+		return raw, fmt.Errorf("read the event: %w", err)
+	case len(raw) > MaxEvent:
+		return nil, fmt.Errorf("the event is larger than %d bytes", MaxEvent)
+	case !gjson.ValidBytes(raw):
+		return nil, errors.New("the event is not valid JSON")
+	}
+	return raw, nil
+}
 
 // Timeout bounds the round trip to the daemon: the hook must answer well
 // before the timeout Claude Code gives it (30 s), or the CLI would treat its
@@ -90,15 +110,9 @@ func Main(p Process) (code int) {
 			writeAnswer(p.Stdout, event, api.Deny(api.ReasonGateUnavailable, api.SourceGate))
 		}
 	}()
-	raw, err := io.ReadAll(io.LimitReader(p.Stdin, MaxEvent+1))
-	switch {
-	case err != nil:
-		return answerLocal(p, event, raw, fmt.Errorf("read the event: %w", err))
-	case len(raw) > MaxEvent:
-		return answerLocal(p, event, nil, fmt.Errorf("the event is larger than %d bytes", MaxEvent))
-	}
-	if !gjson.ValidBytes(raw) {
-		return answerLocal(p, event, nil, fmt.Errorf("the event is not valid JSON"))
+	raw, err := ReadEvent(p.Stdin)
+	if err != nil {
+		return answerLocal(p, event, raw, err)
 	}
 	// Only the events after a call (and a PermissionRequest, whose silence
 	// hands it to Claude Code's dialog) may go without a deny; anything

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
 	"github.com/toolgate/toolgate/client"
+	"github.com/toolgate/toolgate/hook"
 	"github.com/toolgate/toolgate/policy"
 	"github.com/toolgate/toolgate/spool"
 )
@@ -243,25 +244,14 @@ type decision struct {
 	asked    bool
 }
 
-// readHookBody reads the event, up to the hook's bound, and drains the
-// rest: Claude Code must read an answer, not a connection closed while it
-// still sends.
+// readHookBody reads the event as the hook binary reads its stdin
+// (hook.ReadEvent), and drains the rest: Claude Code must read an answer,
+// not a connection closed while it still sends.
 func readHookBody(req *http.Request) ([]byte, error) {
-	raw, err := io.ReadAll(io.LimitReader(req.Body, maxEvent+1))
+	raw, err := hook.ReadEvent(req.Body)
 	io.Copy(io.Discard, req.Body)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("read the event: %w", err)
-	case len(raw) > maxEvent:
-		return nil, fmt.Errorf("the event is larger than %d bytes", maxEvent)
-	case !gjson.ValidBytes(raw):
-		return nil, errors.New("the event is not valid JSON")
-	}
-	return raw, nil
+	return raw, err
 }
-
-// maxEvent bounds a hook event, as the hook binary bounds its stdin.
-const maxEvent = 8 << 20
 
 // decide asks the daemon for the verdict on one PreToolUse event, within
 // the deadline, restarting a daemon that is gone once.

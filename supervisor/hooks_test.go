@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/api"
 	"github.com/toolgate/toolgate/claudecode"
 	"github.com/toolgate/toolgate/client"
+	"github.com/toolgate/toolgate/hook"
 	"github.com/toolgate/toolgate/paths"
 	"github.com/toolgate/toolgate/spool"
 )
@@ -108,7 +109,7 @@ func TestHookEndpointAlwaysAnswers(t *testing.T) {
 		{name: "a wrong token", daemon: allow, token: "other", body: preEvent, decision: "deny"},
 		{name: "not JSON", daemon: allow, token: "tok", body: `{"hook_event_name":`, decision: "deny"},
 		{name: "another event", daemon: allow, token: "tok", body: `{"hook_event_name":"PostToolUse","tool_use_id":"toolu_1"}`, decision: "deny", spooled: true},
-		{name: "larger than an event may be", daemon: allow, token: "tok", body: `{"x":"` + strings.Repeat("a", maxEvent) + `"}`, decision: "deny"},
+		{name: "larger than an event may be", daemon: allow, token: "tok", body: `{"x":"` + strings.Repeat("a", hook.MaxEvent) + `"}`, decision: "deny"},
 		{name: "the daemon fails", daemon: broken, token: "tok", body: preEvent, decision: "deny", spooled: true},
 		{name: "the daemon does not answer by the deadline", daemon: stall, token: "tok", body: preEvent, decision: "deny", spooled: true,
 			setup: func(_ *testing.T, _ *runner, h *hookServer) { h.deadline = 100 * time.Millisecond }},
