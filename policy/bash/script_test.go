@@ -12,9 +12,9 @@ import (
 // script be unknown), whatever the parser makes of it.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
-		"git status && rm -rf /", "echo hi", "echo $(rm x)", "bash -c 'echo x; rm y'", "sudo -u r rm x",
-		"echo a | xargs rm", "find . -exec rm {} \\;", "eval 'echo; rm'", "{rm,x}", "r\\m x", "echo > f",
-		"f() { rm x; }; echo", "echo <(rm x)", "X=1 echo", "echo 'unterminated", "((x=1)) && echo", "echo\nrm x",
+		"case $x in a) rm y;; esac", "coproc rm x", "[[ -f x && $(rm y) ]]", "echo $((x[$(rm y)]))",
+		"cat <<EOF\n$(rm x)\nEOF\n", "select x in a; do rm $x; done", "trap 'rm x' EXIT", "a=(1 2); ${a[@]}",
+		"time -p rm x", "! { rm x; } | tee y", "ls # \\\nrm x",
 	} {
 		f.Add(s)
 	}
