@@ -4,10 +4,11 @@
 test *flags:
     ./scripts/test {{flags}}
 
-# formatting and vet
+# formatting, vet and staticcheck
 lint:
     test -z "$(gofmt -l .)" || (gofmt -l . && exit 1)
     go vet ./...
+    go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 # benchmarks, each beside its floor measured in the same run, as one table
 bench:
