@@ -330,7 +330,7 @@ func serveSupervisor() {
 	socket, project, _ := strings.Cut(os.Getenv(supervisorHelperEnv), "\n")
 	const policy = `{"version": 1, "default": "allow", "rules": [
   {"id": "ask-touch", "effect": "ask", "tool": "Bash", "input": {"command": {"command": [["touch"]]}}, "reason_code": "needs_review"}]}`
-	client := client.NewClient(socket)
+	daemon := client.NewClient(socket)
 	home, _ := os.UserHomeDir()
 	in := bufio.NewScanner(os.Stdin)
 	enc := json.NewEncoder(os.Stdout)
@@ -351,28 +351,28 @@ func serveSupervisor() {
 				onAsk = api.OnAskDefer
 			}
 			var s api.Session
-			s, err = client.Register(ctx, api.RegisterRequest{Policy: []byte(policy), PolicyName: "interleavings",
+			s, err = daemon.Register(ctx, api.RegisterRequest{Policy: []byte(policy), PolicyName: "interleavings",
 				ApprovalTimeout: api.Duration(time.Hour), OnAsk: onAsk, Cwd: project, Home: home})
 			a.Session = s.ID
 		case "hook":
 			event, _ := json.Marshal(map[string]any{"hook_event_name": api.PreToolUse, "session_id": "claude-" + op.Session,
 				"tool_use_id": op.ID, "tool_name": "Bash", "tool_input": json.RawMessage(input), "cwd": project})
 			var r api.HookResponse
-			r, err = client.Hook(ctx, api.HookRequest{SessionID: op.Session, Event: event})
+			r, err = daemon.Hook(ctx, api.HookRequest{SessionID: op.Session, Event: event})
 			if r.Verdict != nil {
 				a.Effect, a.Defer = r.Verdict.Effect, r.Defer
 			}
 		case "prompt":
 			var v api.Verdict
-			v, err = client.Prompt(ctx, api.PromptRequest{SessionID: op.Session, ToolName: "Bash", ToolUseID: op.ID, Input: input})
+			v, err = daemon.Prompt(ctx, api.PromptRequest{SessionID: op.Session, ToolName: "Bash", ToolUseID: op.ID, Input: input})
 			a.Effect = v.Effect
 		case "resume":
-			_, err = client.Resume(ctx, op.Session, api.ResumeRequest{})
+			_, err = daemon.Resume(ctx, op.Session, api.ResumeRequest{})
 		case "ran":
-			_, err = client.Outcomes(ctx, op.Session, []api.Outcome{{ToolUseID: op.ID, ToolName: "Bash", Input: input, Ran: true,
+			_, err = daemon.Outcomes(ctx, op.Session, []api.Outcome{{ToolUseID: op.ID, ToolName: "Bash", Input: input, Ran: true,
 				Outcome: "ok", Seen: "ran", Entry: strconv.FormatInt(time.Now().UnixNano(), 10)}})
 		case "end":
-			_, err = client.EndSession(ctx, op.Session)
+			_, err = daemon.EndSession(ctx, op.Session)
 		default:
 			err = fmt.Errorf("no operation %q", op.Op)
 		}

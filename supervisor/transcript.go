@@ -53,8 +53,8 @@ type transcriptFile struct {
 	tr   claudecode.Transcript
 }
 
-func newTranscripts(client *client.Client, session, claudeDir string) *transcripts {
-	t := &transcripts{client: client, session: session, files: map[string]*transcriptFile{}, failed: map[string]string{}}
+func newTranscripts(gate *client.Client, session, claudeDir string) *transcripts {
+	t := &transcripts{client: gate, session: session, files: map[string]*transcriptFile{}, failed: map[string]string{}}
 	if claudeDir != "" {
 		t.root = filepath.Join(claudeDir, "projects") + string(filepath.Separator)
 	}
