@@ -48,7 +48,7 @@ type RunConfig struct {
 	Claude          string   // the claude executable
 	ClaudeArgs      []string // the user's own arguments
 	Hook            string   // the toolgate-hook executable
-	HookTransport   string   // HookHTTP ("" too) or HookCommand
+	HookTransport   string   // HookAuto ("" too), HookHTTP or HookCommand
 	Self            string   // the toolgate executable (to start the daemon; the daemon must run it)
 	ConfigDir       string   // toolgate's configuration directory ($XDG_CONFIG_HOME/toolgate)
 	Containment     string   // a contain mode: contain.Auto (""), Strict or Off
