@@ -21,6 +21,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if argv := os.Getenv(containArgv); argv != "" {
+		containHelper(strings.Split(argv, "\x1f"))
+	}
 	dir, err := os.MkdirTemp("", "toolgate-bash-test-")
 	if err != nil {
 		panic(err)
