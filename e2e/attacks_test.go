@@ -542,8 +542,9 @@ if hook["type"] == "http":
 // The model reads toolgate run's files for claude (the http hook's
 // address and token are in them, and the prompt tool's with the hook
 // binary) and calls the permission prompt itself, for a call the hook
-// never proposed, and proposes a call through the hook endpoint, which it
-// then sends with another input; then it tries to kill toolgate run.
+// never proposed, and proposes a call through the hook endpoint with a
+// harmless input, to take the tool_use_id of a later one; then it tries to
+// kill toolgate run.
 func TestAttackPromptToolAndRun(t *testing.T) {
 	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
@@ -558,19 +559,26 @@ func TestAttackPromptToolAndRun(t *testing.T) {
 			t.Error("the forged prompt ran a command")
 		}
 		stole := r.saw(t, "toolu_p_call").Text
-		// What the hook endpoint answers a token holder is the verdict on
-		// its own request, which Claude Code never sees; the call it
-		// proposed, sent later with another input, is refused.
+		// The call the model proposed through the token, with a harmless
+		// input, never decides its later one (touch, which asks, and
+		// --on-ask deny denies).
 		if _, err := os.Stat(filepath.Join(w.project, "later.txt")); err == nil {
 			t.Error("a call proposed through the stolen token ran with another input")
 		}
 		contains(t, "the model's view of its kill", r.saw(t, "toolu_p_kill").Text, "Operation not permitted")
 		if transport == "http" {
-			// No prompt tool is served: its asks wait in the hook.
-			contains(t, "the model's view of its calls", stole, "prompt: HTTP 404", `hook: 200 {"hookSpecificOutput"`)
-			contains(t, "the model's tool_result", r.saw(t, "toolu_p_later").Text, "reason_code tool_use_id_conflict")
+			// No prompt tool is served: its asks wait in the hook. The
+			// hook endpoint answers only connections claude holds: the
+			// token holder's event is denied and never reaches the daemon,
+			// so the tool_use_id stays claude's, decided by the policy.
+			contains(t, "the model's view of its calls", stole, "prompt: HTTP 404", `hook: 200 {"hookSpecificOutput"`, `"permissionDecision":"deny"`)
+			contains(t, "the model's tool_result", r.saw(t, "toolu_p_later").Text, "Denied by rule ask-touch (reason_code no_approver)")
+			if c := r.call(t, "toolu_p_later"); c.RuleID != "ask-touch" || !strings.Contains(string(c.Input), "later.txt") {
+				t.Errorf("the audit's toolu_p_later is not claude's call: %+v", c)
+			}
+			contains(t, "run's warnings", strings.Join(r.report.Warnings, "\n"), "came from a process other than claude")
 			if r.code != 77 {
-				t.Errorf("exit %d, want 77 (the conflict)", r.code)
+				t.Errorf("exit %d, want 77 (touch denied)", r.code)
 			}
 			return
 		}

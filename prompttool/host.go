@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -59,7 +60,10 @@ func Listen(d Decider, version string) (*Host, error) {
 		}
 		h.mux.ServeHTTP(w, r)
 	})
-	h.srv = &http.Server{Handler: keep, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout, IdleTimeout: -1}
+	h.srv = &http.Server{Handler: keep, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout, IdleTimeout: -1,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, peerKey{}, &peer{conn: c})
+		}}
 	go h.srv.Serve(ln)
 	return h, nil
 }
@@ -85,6 +89,29 @@ func (h *Host) authorize(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// peerKey carries a request's connection in its context.
+type peerKey struct{}
+
+// peer is one accepted connection, and what a check found of the process
+// at its other end.
+type peer struct {
+	conn net.Conn
+	once sync.Once
+	ok   bool
+}
+
+// PeerIs reports whether the process at the other end of r's connection
+// passes is. The check runs once a connection: every later request on it
+// comes from the same socket.
+func PeerIs(r *http.Request, is func(net.Conn) bool) bool {
+	p, _ := r.Context().Value(peerKey{}).(*peer)
+	if p == nil {
+		return false
+	}
+	p.once.Do(func() { p.ok = is(p.conn) })
+	return p.ok
 }
 
 // Close stops the server, letting in-flight calls finish for a moment.

@@ -111,12 +111,14 @@ const HookDeadline = 10 * time.Second
 // nothing else: the daemon's verdict, or a deny gate_unavailable when the
 // daemon cannot be reached or is not the one run trusts, when anything
 // keeps the verdict past the deadline, and when the request is not Claude
-// Code's (no token), is not a PreToolUse event, or cannot be read. A
-// request can only propose a call: the verdict is the daemon's, and it
-// answers Claude Code's own request alone.
+// Code's (no token, or a connection claude does not hold), is not a
+// PreToolUse event, or cannot be read. A request can only propose a call:
+// the verdict is the daemon's, and it answers Claude Code's own request
+// alone.
 type hookServer struct {
 	r          *runner
 	authorized func(*http.Request) bool // the request carries the listener's token
+	fromClaude func(*http.Request) bool // claude holds the other end of its connection
 	deadline   time.Duration
 	transcript func(path string) // told every transcript_path (claude's transcripts)
 }
@@ -143,6 +145,16 @@ func (h *hookServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		// Not Claude Code's: its body is not read (it could be endless),
 		// and the connection is closed after the deny.
 		h.r.log.Warn("http hook: a request without the token", "remote", req.RemoteAddr)
+		w.Header().Set("Connection", "close")
+		return
+	}
+	if !h.fromClaude(req) {
+		// The token is Claude Code's, the connection another process's:
+		// one that read the token (the model's code reads what claude
+		// reads) and sends events of its own. Nothing of it reaches the
+		// daemon: it could take a tool_use_id before claude proposes it.
+		h.r.log.Warn("http hook: a request with the token from a process other than claude", "remote", req.RemoteAddr)
+		h.r.notClaude.Add(1)
 		w.Header().Set("Connection", "close")
 		return
 	}

@@ -80,7 +80,7 @@ const preEvent = `{"hook_event_name":"PreToolUse","session_id":"cc","transcript_
 
 func hooks(r *runner) *hookServer {
 	return &hookServer{r: r, authorized: func(req *http.Request) bool { return req.Header.Get("Authorization") == "Bearer tok" },
-		deadline: 5 * time.Second}
+		fromClaude: func(*http.Request) bool { return true }, deadline: 5 * time.Second}
 }
 
 // The endpoint answers the daemon's verdict, and every failure with 200
@@ -107,6 +107,8 @@ func TestHookEndpointAlwaysAnswers(t *testing.T) {
 		{name: "the daemon's verdict", daemon: allow, token: "tok", body: preEvent, decision: "allow"},
 		{name: "no token", daemon: allow, body: preEvent, decision: "deny"},
 		{name: "a wrong token", daemon: allow, token: "other", body: preEvent, decision: "deny"},
+		{name: "the token on a connection claude does not hold", daemon: allow, token: "tok", body: preEvent, decision: "deny",
+			setup: func(_ *testing.T, _ *runner, h *hookServer) { h.fromClaude = func(*http.Request) bool { return false } }},
 		{name: "not JSON", daemon: allow, token: "tok", body: `{"hook_event_name":`, decision: "deny"},
 		{name: "another event", daemon: allow, token: "tok", body: `{"hook_event_name":"PostToolUse","tool_use_id":"toolu_1"}`, decision: "deny", spooled: true},
 		{name: "larger than an event may be", daemon: allow, token: "tok", body: `{"x":"` + strings.Repeat("a", hook.MaxEvent) + `"}`, decision: "deny"},

@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/claudecode"
 	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/contain"
+	"github.com/toolgate/toolgate/internal/proc"
 	"github.com/toolgate/toolgate/paths"
 	"github.com/toolgate/toolgate/policy"
 	"github.com/toolgate/toolgate/prompttool"
@@ -296,11 +300,32 @@ type runner struct {
 	pins        []pinned // what claude runs or reads from run's setup (pinFile), fixed before it starts
 	// transcripts, with http hooks, reads what became of each call.
 	transcripts *transcripts
+	// claudePID is claude's pid once it started: the http hook answers
+	// only connections it holds (hookServer.fromClaude). notClaude counts
+	// the requests it refused as another process's.
+	claudePID atomic.Int64
+	notClaude atomic.Int64
 
 	mu       sync.Mutex
 	child    *child              // claude, once started
 	answered map[string]api.Call // what run answered (prompt tool, http hook), by tool_use_id
 	stop     error               // why the session was stopped, with the gate still trusted
+}
+
+// heldByClaude reports whether claude holds the other end of c, a
+// connection to run's listener: the model's code can read the token claude
+// sends (it reads what claude reads), but it cannot make a connection
+// that is claude's.
+func (r *runner) heldByClaude(c net.Conn) bool {
+	pid := int(r.claudePID.Load())
+	if pid <= 0 {
+		return false
+	}
+	ok, err := proc.OwnsTCPPeer(pid, c)
+	if err != nil {
+		r.log.Warn("http hook: whose connection", "remote", c.RemoteAddr(), "err", err)
+	}
+	return ok
 }
 
 func (r *runner) run(ctx context.Context) (Report, error) {
@@ -326,7 +351,8 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 		r.transcripts.undecided = func(ids []string) {
 			r.stopSession(fmt.Errorf("claude's transcript says calls ran that the gate did not allow (%s): Claude Code's hooks do not reach it, or its transcript was written by something else", strings.Join(ids, ", ")))
 		}
-		host.Handle(hookPath, &hookServer{r: r, authorized: host.Authorized, deadline: HookDeadline, transcript: r.transcripts.add})
+		host.Handle(hookPath, &hookServer{r: r, authorized: host.Authorized, deadline: HookDeadline, transcript: r.transcripts.add,
+			fromClaude: func(req *http.Request) bool { return prompttool.PeerIs(req, r.heldByClaude) }})
 	}
 	// The spool stays until the daemon has put it in the ledger (it does
 	// when the session ends, or when it starts again).
@@ -379,6 +405,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("start claude: %w", err)
 	}
+	r.claudePID.Store(int64(cmd.Process.Pid)) // what it execs keeps the pid: claude's own
 	if ready != nil {
 		if err := awaitContained(ready, containDeadline); err != nil {
 			unix.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -575,6 +602,10 @@ func (r *runner) finish(ctx context.Context, started time.Time, claudeCode int) 
 	}
 	if r.made != nil {
 		warnings = append(warnings, r.made.finish()...)
+	}
+	if n := r.notClaude.Load(); n > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d request(s) to the hook endpoint carried its token but came from a process other than claude, and were refused: "+
+			"the session's own commands read the token and sent hook events of their own", n))
 	}
 	spooled, _ := spool.Read(r.spool) // before the daemon, at the session's end, ingests and removes it
 	gate := r.client
