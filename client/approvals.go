@@ -51,16 +51,11 @@ type Watcher struct {
 // Watch opens the event stream; its first event is a snapshot. It lasts
 // until ctx ends, Close, or the daemon ends it.
 func (c *Client) Watch(ctx context.Context) (*Watcher, error) {
-	resp, err := c.roundTrip(ctx, "GET", "/v1/watch", nil)
+	body, err := c.stream(ctx, "/v1/watch")
 	if err != nil {
 		return nil, err
 	}
-	if resp.status != 200 {
-		defer resp.body.Close()
-		data, _ := io.ReadAll(io.LimitReader(resp.body, 1<<20))
-		return nil, statusError(resp.status, data)
-	}
-	return &Watcher{body: resp.body, dec: json.NewDecoder(bufio.NewReader(resp.body))}, nil
+	return &Watcher{body: body, dec: json.NewDecoder(bufio.NewReader(body))}, nil
 }
 
 // NewWatcher reads WatchEvent lines from body: a stream like GET /v1/watch
@@ -98,16 +93,12 @@ func (c *Client) PruneAudit(ctx context.Context, before time.Time) (api.Pruned, 
 // ExportAudit writes the audit chain to w as JSON lines, one event a line,
 // exactly as hashed.
 func (c *Client) ExportAudit(ctx context.Context, w io.Writer) error {
-	resp, err := c.roundTrip(ctx, "GET", "/v1/audit/export", nil)
+	body, err := c.stream(ctx, "/v1/audit/export")
 	if err != nil {
 		return err
 	}
-	defer resp.body.Close()
-	if resp.status != 200 {
-		data, _ := io.ReadAll(io.LimitReader(resp.body, 1<<20))
-		return statusError(resp.status, data)
-	}
-	if _, err := io.Copy(w, resp.body); err != nil {
+	defer body.Close()
+	if _, err := io.Copy(w, body); err != nil {
 		return &UnavailableError{SocketPath: c.socket(), Err: err}
 	}
 	return nil

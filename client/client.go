@@ -220,3 +220,19 @@ func (c *Client) Prompt(ctx context.Context, r api.PromptRequest) (api.Verdict, 
 	var v api.Verdict
 	return v, c.do(ctx, "POST", "/v1/prompt", r, &v)
 }
+
+// stream GETs path and returns the body of a 200 answer, to be read as it
+// comes (a watch, an export, a history) and closed; any other answer is
+// its error.
+func (c *Client) stream(ctx context.Context, path string) (io.ReadCloser, error) {
+	resp, err := c.roundTrip(ctx, "GET", path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if resp.status != 200 {
+		defer resp.body.Close()
+		data, _ := io.ReadAll(io.LimitReader(resp.body, 1<<20))
+		return nil, statusError(resp.status, data)
+	}
+	return resp.body, nil
+}

@@ -27,16 +27,12 @@ func (c *Client) History(ctx context.Context, since, until time.Time, fn func(ap
 	if len(q) > 0 {
 		path += "?" + strings.Join(q, "&")
 	}
-	resp, err := c.roundTrip(ctx, "GET", path, nil)
+	body, err := c.stream(ctx, path)
 	if err != nil {
 		return err
 	}
-	defer resp.body.Close()
-	if resp.status != 200 {
-		data, _ := io.ReadAll(io.LimitReader(resp.body, 1<<20))
-		return statusError(resp.status, data)
-	}
-	dec := json.NewDecoder(bufio.NewReaderSize(resp.body, 64<<10))
+	defer body.Close()
+	dec := json.NewDecoder(bufio.NewReaderSize(body, 64<<10))
 	for {
 		var item api.HistoryItem
 		err := dec.Decode(&item)
