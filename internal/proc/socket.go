@@ -2,8 +2,8 @@ package proc
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -84,13 +84,20 @@ func diagInode(local, remote *net.TCPAddr) (string, error) {
 		case unix.SOCK_DIAG_BY_FAMILY:
 			// struct inet_diag_msg: family, state, timer, retrans, the
 			// sockid (48 bytes), expires, rqueue, wqueue, uid, inode.
-			if len(m.Data) >= 72 {
-				return strconv.FormatUint(uint64(binary.NativeEndian.Uint32(m.Data[68:])), 10), nil
+			// Where no connected socket matches, the kernel answers with
+			// one listening on the local port: only the socket with
+			// exactly the four addresses asked is the peer.
+			d := m.Data
+			if len(d) >= 72 && d[1] != tcpListen && bytes.Equal(d[4:8], r[8:12]) && bytes.Equal(d[8:40], r[12:44]) {
+				return strconv.FormatUint(uint64(binary.NativeEndian.Uint32(d[68:])), 10), nil
 			}
 		}
 	}
-	return "", errors.New("sock_diag: no answer")
+	return "", fmt.Errorf("sock_diag: no socket from %v to %v", local, remote)
 }
+
+// tcpListen is TCP_LISTEN, a socket's state while it listens.
+const tcpListen = 10
 
 // tcpAddr is a's address as /proc/net/tcp writes it: the IPv4 address as
 // the kernel holds it in memory (network order, printed as a little-endian

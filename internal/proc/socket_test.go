@@ -89,3 +89,20 @@ func TestDiagAndTableAgree(t *testing.T) {
 		t.Fatalf("sock_diag says inode %s, /proc/net/tcp %s (%v)", viaDiag, viaTable, err)
 	}
 }
+
+// Where no connected socket has the four addresses asked, the kernel's
+// lookup may answer with a socket listening on the local port: that is not
+// the peer, and nothing is found. A process that only listens on a port
+// the peer's connection came from must not pass for the peer.
+func TestDiagFindsOnlyTheConnectedSocket(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	local := ln.Addr().(*net.TCPAddr)
+	remote := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9} // nothing is connected from the listener's port to it
+	if inode, err := diagInode(local, remote); err == nil {
+		t.Fatalf("sock_diag named socket %s for a connection that does not exist", inode)
+	}
+}
