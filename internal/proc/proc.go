@@ -1,6 +1,7 @@
 // Package proc reads what toolgate needs to know of other processes from
-// the kernel (/proc, signal 0): their parents and whether they live. It is
-// Linux's; the daemon and the supervisor share it.
+// the kernel (/proc, signal 0, sock_diag): their parents, whether they
+// live, and which of them holds a socket. It is Linux's; the daemon and
+// the supervisor share it.
 package proc
 
 import (

@@ -17,7 +17,7 @@ import (
 // OwnsTCPPeer reports whether the process pid holds the other end of c, an
 // accepted TCP connection over IPv4 loopback: the socket whose local
 // address is c's remote one and whose remote address is c's local one
-// (from /proc/net/tcp) is among pid's open files. A process that only
+// (the kernel's socket table) is among pid's open files. A process that only
 // knows where c's listener is, and what to send it, is not pid.
 func OwnsTCPPeer(pid int, c net.Conn) (bool, error) {
 	local, ok1 := c.LocalAddr().(*net.TCPAddr)
@@ -27,9 +27,9 @@ func OwnsTCPPeer(pid int, c net.Conn) (bool, error) {
 	}
 	inode, err := diagInode(remote, local)
 	if err != nil {
-		// Without sock_diag (a kernel built without inet_diag), the
-		// same table as text, which the kernel makes by walking every
-		// bucket: about 0.5 ms.
+		// No socket found, or no sock_diag (a kernel built without
+		// inet_diag): the same table as text, which the kernel makes by
+		// walking every bucket (about 0.5 ms).
 		if inode, err = tcpInode(tcpAddr(remote), tcpAddr(local)); err != nil {
 			return false, err
 		}
