@@ -224,13 +224,13 @@ func TestFleetApproveFromTheBrowser(t *testing.T) {
 	f.host(a, "host_a")
 	f.host(other, "host_b")
 	alice := f.role("alice", "approver")
-	url := f.startWeb(alice)
+	link := f.startWeb(alice)
 	la, waitA := a.runAsync(runArgs{policy: fleetPolicy, script: []modelscript.Step{step(bash("toolu_web_a", "echo ran >> ran.txt"))}})
 	id := la.approvalID(t)
 	b := browser(t)
 	item := `li.ask[data-id="` + id + `"]`
 	if err := chromedp.Do(b,
-		chromedp.Navigate(url),
+		link.signIn(),
 		chromedp.WaitVisible(item+` button.approve`),
 		chromedp.SendKeys(item+` input.reason`, "looked at it"),
 	); err != nil {
@@ -256,8 +256,9 @@ func TestFleetApproveFromTheBrowser(t *testing.T) {
 }
 
 // startWeb runs toolgate web (--fleet dsn, unless "") in the approver's
-// environment and returns the link it prints.
-func (f *fleetDB) startWeb(dsn string) string {
+// environment and returns what it prints: the page's address and the
+// one-time code.
+func (f *fleetDB) startWeb(dsn string) webLink {
 	f.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	args := []string{"web", "--listen", "127.0.0.1:0", "--json"}
@@ -277,11 +278,19 @@ func (f *fleetDB) startWeb(dsn string) string {
 	}
 	f.t.Cleanup(func() { cancel(); cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
-	var link struct{ URL string }
-	if err != nil || json.Unmarshal([]byte(line), &link) != nil || link.URL == "" {
+	var link webLink
+	if err != nil || json.Unmarshal([]byte(line), &link) != nil || link.URL == "" || link.Code == "" {
 		f.t.Fatalf("toolgate web printed %q: %v", line, err)
 	}
-	return link.URL
+	return link
+}
+
+// webLink is what toolgate web --json prints.
+type webLink struct{ URL, Code string }
+
+// signIn opens the page in b and types the code, as the person does.
+func (l webLink) signIn() chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(chromedp.Navigate(l.URL), chromedp.SendKeys(`#code`, l.Code), chromedp.Submit(`#code`))
 }
 
 // browser is a real headless Chromium (Debian's) for one test.
@@ -308,10 +317,10 @@ func TestWebApprovesTheLocalQueue(t *testing.T) {
 	l, wait := w.runAsync(runArgs{policy: fleetPolicy, script: []modelscript.Step{step(bash("toolu_web_local", "echo ran >> ran.txt"))}})
 	id := l.approvalID(t)
 	f := &fleetDB{t: t, env: w}
-	url := f.startWeb("")
+	link := f.startWeb("")
 	b := browser(t)
 	item := `li.ask[data-id="` + id + `"]`
-	if err := chromedp.Do(b, chromedp.Navigate(url), chromedp.Click(item+` button.approve`),
+	if err := chromedp.Do(b, link.signIn(), chromedp.Click(item+` button.approve`),
 		chromedp.WaitVisible(`#recent li[data-id="`+id+`"]`)); err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,13 @@
 // it, decides with a reason, updates itself live (server-sent events) and
 // lists recent decisions.
 //
-// It binds to loopback and grows no login system: the URL it prints holds
-// a one-time token (as Jupyter's does), which the first visit exchanges for
-// an HttpOnly, SameSite=Strict session cookie, so the link in a browser's
-// history opens nothing. Remote access goes through the person's SSH
+// It binds to loopback and grows no login system: it prints a one-time
+// code on the person's terminal, which the sign-in form exchanges for an
+// HttpOnly, SameSite=Strict session cookie. The code is never in a URL, so
+// it is on no command line (a browser started on a link) and in no
+// browser history, where the model's code, which reads what the person's
+// processes show, would find it. Wrong codes never lock the person out:
+// guessing 58 bits over loopback takes centuries. Remote access goes through the person's SSH
 // tunnel or reverse proxy (Config.Origins). Every decision needs the
 // session cookie, the page's CSRF token in a header, and an Origin that is
 // the page's own; every request a Host that is the page's own (against DNS
@@ -28,6 +31,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"math/big"
 	"net/http"
 	"net/url"
 	"strings"
@@ -37,7 +41,10 @@ import (
 //go:embed static
 var static embed.FS
 
-var pageTemplate = template.Must(template.ParseFS(static, "static/index.html"))
+var (
+	pageTemplate   = template.Must(template.ParseFS(static, "static/index.html"))
+	signInTemplate = template.Must(template.ParseFS(static, "static/signin.html"))
+)
 
 // Config configures a page server.
 type Config struct {
@@ -55,22 +62,22 @@ type Server struct {
 	cfg   Config
 	log   *slog.Logger
 	hosts map[string]bool
-	token string
+	code  string
 
-	mu        sync.Mutex
-	tokenUsed bool
-	sessions  map[string]string // session cookie -> CSRF token
-	subs      map[chan []byte]struct{}
-	state     []byte
-	seen      map[string]bool // asks already announced to the webhook
+	mu       sync.Mutex
+	codeUsed bool
+	sessions map[string]string // session cookie -> CSRF token
+	subs     map[chan []byte]struct{}
+	state    []byte
+	seen     map[string]bool // asks already announced to the webhook
 }
 
-// New returns a server with a fresh one-time token.
+// New returns a server with a fresh one-time code.
 func New(cfg Config) (*Server, error) {
 	if len(cfg.Origins) == 0 {
 		return nil, errors.New("web: no origin to serve as")
 	}
-	s := &Server{cfg: cfg, log: cfg.Log, hosts: map[string]bool{}, token: random(),
+	s := &Server{cfg: cfg, log: cfg.Log, hosts: map[string]bool{}, code: newCode(),
 		sessions: map[string]string{}, subs: map[chan []byte]struct{}{}, seen: map[string]bool{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -85,8 +92,40 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// URL is the link to open: the first origin with the one-time token.
-func (s *Server) URL() string { return s.cfg.Origins[0] + "/?token=" + s.token }
+// URL is the page to open: the first origin. It holds no secret.
+func (s *Server) URL() string { return s.cfg.Origins[0] + "/" }
+
+// Code is the one-time code that signs a browser in: for the person's
+// terminal only.
+func (s *Server) Code() string { return s.code }
+
+// codeAlphabet has no characters a person confuses (0/O, 1/I/L) and no
+// vowels (no words); a code is twelve of them, 57 bits, shown in three
+// groups of four.
+const codeAlphabet = "23456789BCDFGHJKMNPQRSTVWXYZ"
+
+func newCode() string {
+	out := make([]byte, 0, 14)
+	for i := range 12 {
+		if i > 0 && i%4 == 0 {
+			out = append(out, '-')
+		}
+		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(codeAlphabet))))
+		out = append(out, codeAlphabet[n.Int64()])
+	}
+	return string(out)
+}
+
+// normalCode is a typed code as it compares: upper case, without the
+// spaces and dashes a person may type between groups.
+func normalCode(c string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == ' ' {
+			return -1
+		}
+		return r
+	}, strings.ToUpper(strings.TrimSpace(c)))
+}
 
 func random() string {
 	b := make([]byte, 32)
@@ -100,6 +139,7 @@ func (s *Server) Handler() http.Handler {
 	sub, _ := fs.Sub(static, "static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(sub)))
 	mux.HandleFunc("GET /{$}", s.handlePage)
+	mux.HandleFunc("POST /signin", s.handleSignIn)
 	mux.HandleFunc("GET /api/state", s.authed(s.handleState))
 	mux.HandleFunc("GET /api/events", s.authed(s.handleEvents))
 	mux.HandleFunc("POST /api/decide", s.authed(s.handleDecide))
@@ -112,10 +152,10 @@ func (s *Server) secure(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "+
-			"img-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'")
+			"img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Referrer-Policy", "same-origin") // a form's POST then carries the page's Origin, not "null"
 		h.Set("Cache-Control", "no-store")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
@@ -145,41 +185,57 @@ func (s *Server) authed(next func(http.ResponseWriter, *http.Request, string)) h
 	return func(w http.ResponseWriter, r *http.Request) {
 		csrf, ok := s.session(r)
 		if !ok {
-			http.Error(w, "not signed in: open the link toolgate web printed", http.StatusUnauthorized)
+			http.Error(w, "not signed in: open the page toolgate web printed and enter its code", http.StatusUnauthorized)
 			return
 		}
 		next(w, r, csrf)
 	}
 }
 
-// handlePage exchanges the one-time token for a session, or serves the
-// page to a session.
+// handlePage serves the page to a session, and the sign-in form to
+// anyone else.
 func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
-	if tok := r.URL.Query().Get("token"); tok != "" {
-		s.login(w, r, tok)
-		return
-	}
 	csrf, ok := s.session(r)
 	if !ok {
-		http.Error(w, "not signed in: open the link toolgate web printed (its token works once)", http.StatusUnauthorized)
+		s.signInForm(w, http.StatusOK, "")
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	pageTemplate.Execute(w, struct{ CSRF string }{csrf})
 }
 
-func (s *Server) login(w http.ResponseWriter, r *http.Request, tok string) {
+func (s *Server) signInForm(w http.ResponseWriter, status int, message string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	signInTemplate.Execute(w, struct{ Message string }{message})
+}
+
+// handleSignIn exchanges the one-time code for a session: posted by the
+// page's own form (its Origin), once. A wrong code is logged and changes
+// nothing: the person's code still works.
+func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) {
+	if !s.sameOrigin(r.Header.Get("Origin")) {
+		http.Error(w, "cross-origin sign-in refused", http.StatusForbidden)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	typed := normalCode(r.PostFormValue("code"))
 	s.mu.Lock()
-	ok := !s.tokenUsed && subtle.ConstantTimeCompare([]byte(tok), []byte(s.token)) == 1
+	used := s.codeUsed
+	ok := !used && subtle.ConstantTimeCompare([]byte(typed), []byte(normalCode(s.code))) == 1
 	id, csrf := random(), random()
 	if ok {
-		s.tokenUsed = true
+		s.codeUsed = true
 		s.sessions[id] = csrf
 	}
 	s.mu.Unlock()
 	if !ok {
-		s.log.Warn("web: refused a sign-in with a wrong or used token", "remote", r.RemoteAddr)
-		http.Error(w, "this link is not valid (its token works once): run toolgate web again for a new one", http.StatusForbidden)
+		s.log.Warn("web: refused a sign-in", "remote", r.RemoteAddr, "code_used", used)
+		message := "That is not the code. Type the one toolgate web printed in its terminal."
+		if used {
+			message = "This code has signed a browser in already, and works once: stop toolgate web and start it again for a new one."
+		}
+		s.signInForm(w, http.StatusForbidden, message)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,

@@ -3,11 +3,13 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os/exec"
 	"strings"
 	"testing"
@@ -90,24 +92,38 @@ func (p *page) decision(id string) (decision, actor, note string) {
 	return
 }
 
-// signIn exchanges the one-time token for a session and returns a client
-// holding its cookie, and the page's CSRF token.
+// signIn posts the one-time code from the page's origin and returns a
+// client holding the session's cookie, and the page's CSRF token.
 func (p *page) signIn() (*http.Client, string) {
+	p.t.Helper()
+	c, status, body := p.postCode(p.srv.Code(), p.origin)
+	if status != 200 {
+		p.t.Fatalf("sign in: %d %s", status, body)
+	}
+	_, rest, _ := strings.Cut(body, `name="toolgate-csrf" content="`)
+	csrf, _, _ := strings.Cut(rest, `"`)
+	return c, csrf
+}
+
+// postCode posts a code to the sign-in form with an Origin header ("" for
+// none), following the redirect to the page, and returns the client with
+// its cookies, and the final status and body.
+func (p *page) postCode(code, origin string) (*http.Client, int, string) {
 	p.t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar}
-	resp, err := c.Get(p.srv.URL())
+	req, _ := http.NewRequest("POST", p.origin+"/signin", strings.NewReader(url.Values{"code": {code}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		p.t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		p.t.Fatalf("sign in: %s %s", resp.Status, body)
-	}
-	_, rest, _ := strings.Cut(string(body), `name="toolgate-csrf" content="`)
-	csrf, _, _ := strings.Cut(rest, `"`)
-	return c, csrf
+	return c, resp.StatusCode, string(body)
 }
 
 func (p *page) post(c *http.Client, body string, headers map[string]string) (int, string) {
@@ -140,23 +156,36 @@ func TestOnlyThePersonsSessionDecides(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		page, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized {
+		want := http.StatusUnauthorized
+		if path == "/" {
+			want = http.StatusOK // the sign-in form, and nothing of the queue
+		}
+		if resp.StatusCode != want || strings.Contains(string(page), "toolgate-csrf") {
 			t.Errorf("GET %s without a session: %s", path, resp.Status)
 		}
 		if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") {
 			t.Errorf("CSP %q", csp)
 		}
 	}
-	if resp, _ := anon.Get(p.origin + "/?token=" + strings.Repeat("0", 64)); resp.StatusCode != http.StatusForbidden {
-		t.Errorf("a wrong token: %s", resp.Status)
+	if _, status, _ := p.postCode("BBBBB-BBBBB", p.origin); status != http.StatusForbidden {
+		t.Errorf("a wrong code: %d", status)
+	}
+	if _, status, _ := p.postCode(p.srv.Code(), "http://evil.example"); status != http.StatusForbidden {
+		t.Errorf("the code posted from another origin: %d", status)
+	}
+	if _, status, _ := p.postCode(p.srv.Code(), ""); status != http.StatusForbidden {
+		t.Errorf("the code posted without an origin: %d", status)
+	}
+	if strings.Contains(p.srv.URL(), p.srv.Code()) || strings.Contains(p.srv.URL(), "?") {
+		t.Errorf("the page's address %s carries a secret", p.srv.URL())
 	}
 	c, csrf := p.signIn()
-	// The link works once: a second visit (the browser's history, a
-	// process that read it) gets nothing.
-	jar, _ := cookiejar.New(nil)
-	if resp, _ := (&http.Client{Jar: jar}).Get(p.srv.URL()); resp.StatusCode != http.StatusForbidden {
-		t.Errorf("the token's second use: %s", resp.Status)
+	// The code works once: typed again (by a process that saw it), it
+	// signs nobody in.
+	if _, status, _ := p.postCode(p.srv.Code(), p.origin); status != http.StatusForbidden {
+		t.Errorf("the code's second use: %d", status)
 	}
 	body := `{"id": "apr_1", "decision": "approve", "reason": "ok"}`
 	json := "application/json"
@@ -193,6 +222,22 @@ func TestOnlyThePersonsSessionDecides(t *testing.T) {
 	}
 }
 
+// Wrong codes never lock the person out (the model's code could send
+// them): after many, the person's code still signs in, once; and a code
+// holds enough to outlast guessing.
+func TestWrongCodesDoNotLockThePersonOut(t *testing.T) {
+	p := newPage(t, "")
+	for i := range 50 {
+		if _, status, _ := p.postCode(fmt.Sprintf("ZZZZ-ZZZZ-ZZ%02d", i), p.origin); status != http.StatusForbidden {
+			t.Fatalf("wrong code %d: %d", i, status)
+		}
+	}
+	p.signIn()
+	if code := normalCode(p.srv.Code()); len(code) != 12 || strings.Trim(code, codeAlphabet) != "" {
+		t.Errorf("code %q: want 12 characters of %s", p.srv.Code(), codeAlphabet)
+	}
+}
+
 // chromium finds Debian's Chromium: the browser tests never skip.
 func chromium(t *testing.T) string {
 	t.Helper()
@@ -225,7 +270,8 @@ func TestBrowserApproves(t *testing.T) {
 	p := newPage(t, "")
 	p.ask("apr_1", `echo '<img src=x onerror="document.title=1">' > x; printf '\033[31m'`)
 	b := Browser(t)
-	if err := chromedp.Do(b, chromedp.Navigate(p.srv.URL()), chromedp.WaitVisible(`li.ask[data-id="apr_1"] button.approve`)); err != nil {
+	if err := chromedp.Do(b, chromedp.Navigate(p.srv.URL()), chromedp.SendKeys(`#code`, strings.ToLower(p.srv.Code())), chromedp.Submit(`#code`),
+		chromedp.WaitVisible(`li.ask[data-id="apr_1"] button.approve`)); err != nil {
 		t.Fatal(err)
 	}
 	shown, err := chromedp.Run(b, chromedp.Text(`li.ask[data-id="apr_1"] pre.input`))

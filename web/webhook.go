@@ -11,8 +11,8 @@ import (
 
 // Hook is the webhook's JSON body: a generic document with a
 // Slack-compatible text field, so a team's chat or pager hears about an
-// ask; the link opens the page (it carries no token: a person signs in with
-// the link toolgate web printed).
+// ask; the link opens the page (a person signs in there with the code
+// toolgate web printed).
 type Hook struct {
 	Text      string    `json:"text"`
 	Approval  string    `json:"approval_id"`

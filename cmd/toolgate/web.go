@@ -24,9 +24,10 @@ a reason for the audit, live updates, and the recent decisions. It serves this
 machine's daemon's queue, or with --fleet every host's, from the fleet's
 PostgreSQL (an approver's role: the decision records it and your address).
 
-It prints a link with a one-time token: the first visit exchanges it for a
-session cookie, so the link works once. toolgate has no login system of its
-own: to reach the page from elsewhere, use an SSH tunnel
+It prints the page's address and a one-time code: type the code in the page's
+sign-in form (it is never part of a link, so no browser's command line or
+history shows it to another process); it works once. toolgate has no login
+system of its own: to reach the page from elsewhere, use an SSH tunnel
 (ssh -L 8421:127.0.0.1:8421 host) or a reverse proxy, and name the origin the
 browser sees with --origin. --webhook posts each new ask as JSON with a
 Slack-compatible "text" field.
@@ -45,7 +46,7 @@ EXIT STATUS
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8421", Usage: "loopback address and port (port 0: any free one)", EnvVars: []string{"TOOLGATE_WEB_LISTEN"}},
 			&cli.StringSliceFlag{Name: "origin", Usage: "another origin the page is reached as (a reverse proxy's https://host)"},
 			&cli.StringFlag{Name: "webhook", Usage: "POST each new ask as JSON to this URL", EnvVars: []string{"TOOLGATE_WEBHOOK"}},
-			&cli.BoolFlag{Name: "json", Usage: "print the link as one JSON line ({\"schema_version\", \"url\"})"},
+			&cli.BoolFlag{Name: "json", Usage: "print the address and the code as one JSON line ({\"schema_version\": 2, \"url\", \"code\"})"},
 		},
 		Action: func(cliCtx *cli.Context) error {
 			return runWeb(cliCtx)
@@ -85,9 +86,10 @@ func runWeb(cliCtx *cli.Context) error {
 		writeJSONLine(cliCtx, struct {
 			SchemaVersion int    `json:"schema_version"`
 			URL           string `json:"url"`
-		}{1, srv.URL()})
+			Code          string `json:"code"`
+		}{2, srv.URL(), srv.Code()})
 	} else {
-		fmt.Fprintf(cliCtx.App.Writer, "toolgate web: open %s\n(the link works once; stop with Ctrl-C)\n", srv.URL())
+		fmt.Fprintf(cliCtx.App.Writer, "toolgate web: open %s and sign in with the code %s\n(the code works once; stop with Ctrl-C)\n", srv.URL(), srv.Code())
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	runCtx, cancel := context.WithCancel(ctx)
