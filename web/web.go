@@ -14,7 +14,10 @@
 // tunnel or reverse proxy (Config.Origins). Every decision needs the
 // session cookie, the page's CSRF token in a header, and an Origin that is
 // the page's own; every request a Host that is the page's own (against DNS
-// rebinding). The page is plain HTML, CSS and JavaScript embedded in the
+// rebinding). The cookie alone opens nothing: a browser sends it to every
+// port of 127.0.0.1, a server the model runs there included. The token is
+// given once, in the answer to the sign-in, and kept in the page's own
+// storage (which is per port); every API request carries it. The page is plain HTML, CSS and JavaScript embedded in the
 // binary, under a Content-Security-Policy that forbids inline scripts.
 //
 // It must not import the daemon, the ledger or the policy engine.
@@ -42,8 +45,9 @@ import (
 var static embed.FS
 
 var (
-	pageTemplate   = template.Must(template.ParseFS(static, "static/index.html"))
-	signInTemplate = template.Must(template.ParseFS(static, "static/signin.html"))
+	pageTemplate     = template.Must(template.ParseFS(static, "static/index.html"))
+	signInTemplate   = template.Must(template.ParseFS(static, "static/signin.html"))
+	signedInTemplate = template.Must(template.ParseFS(static, "static/signedin.html"))
 )
 
 // Config configures a page server.
@@ -188,20 +192,29 @@ func (s *Server) authed(next func(http.ResponseWriter, *http.Request, string)) h
 			http.Error(w, "not signed in: open the page toolgate web printed and enter its code", http.StatusUnauthorized)
 			return
 		}
+		// The cookie reaches any server on 127.0.0.1; the token only the
+		// page (EventSource sends no header: its URL carries it).
+		token := r.Header.Get("X-Toolgate-CSRF")
+		if token == "" && r.Method == http.MethodGet {
+			token = r.URL.Query().Get("csrf")
+		}
+		if subtle.ConstantTimeCompare([]byte(token), []byte(csrf)) != 1 {
+			http.Error(w, "missing or wrong CSRF token: reload the page, or sign in again", http.StatusForbidden)
+			return
+		}
 		next(w, r, csrf)
 	}
 }
 
-// handlePage serves the page to a session, and the sign-in form to
-// anyone else.
+// handlePage serves the page to a session (without its token: the page
+// has it in its storage), and the sign-in form to anyone else.
 func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
-	csrf, ok := s.session(r)
-	if !ok {
+	if _, ok := s.session(r); !ok {
 		s.signInForm(w, http.StatusOK, "")
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	pageTemplate.Execute(w, struct{ CSRF string }{csrf})
+	pageTemplate.Execute(w, nil)
 }
 
 func (s *Server) signInForm(w http.ResponseWriter, status int, message string) {
@@ -240,7 +253,10 @@ func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: strings.HasPrefix(s.cfg.Origins[0], "https:")})
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	// The token goes in this answer only: the page's script keeps it
+	// in its storage and opens the page.
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	signedInTemplate.Execute(w, struct{ CSRF string }{csrf})
 }
 
 func (s *Server) handleState(w http.ResponseWriter, r *http.Request, _ string) {

@@ -182,6 +182,24 @@ func TestOnlyThePersonsSessionDecides(t *testing.T) {
 		t.Errorf("the page's address %s carries a secret", p.srv.URL())
 	}
 	c, csrf := p.signIn()
+	// The session's cookie alone opens nothing: the browser sends it to
+	// every server on 127.0.0.1, one the model runs included. The page
+	// comes without the token, and the API wants it.
+	for _, path := range []string{"/", "/api/state", "/api/events"} {
+		resp, err := c.Get(p.origin + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := http.StatusForbidden
+		if path == "/" {
+			want = http.StatusOK
+		}
+		if resp.StatusCode != want || strings.Contains(string(page), csrf) {
+			t.Errorf("GET %s with the cookie alone: %s", path, resp.Status)
+		}
+	}
 	// The code works once: typed again (by a process that saw it), it
 	// signs nobody in.
 	if _, status, _ := p.postCode(p.srv.Code(), p.origin); status != http.StatusForbidden {

@@ -2,7 +2,9 @@
 // them). Everything the model wrote is set as text, never as markup.
 "use strict";
 
-const csrf = document.querySelector('meta[name="toolgate-csrf"]').content;
+// The session's token, kept by the sign-in in this origin's storage: the
+// cookie alone opens nothing (any server on 127.0.0.1 receives it).
+const csrf = localStorage.getItem("toolgate-csrf") || "";
 const $ = (sel, root = document) => root.querySelector(sel);
 let state = { pending: [], recent: [] };
 
@@ -79,7 +81,7 @@ function tick() {
 }
 
 function connect() {
-  const es = new EventSource("/api/events");
+  const es = new EventSource("/api/events?csrf=" + encodeURIComponent(csrf));
   es.addEventListener("state", (ev) => {
     state = JSON.parse(ev.data);
     $("#source").textContent = state.source === "fleet" ? "fleet queue" : "this machine's queue";
@@ -90,4 +92,8 @@ function connect() {
 }
 
 setInterval(tick, 1000);
-connect();
+if (csrf) {
+  connect();
+} else {
+  $("#status").textContent = "not signed in here: start toolgate web again and type its new code";
+}
