@@ -1473,12 +1473,20 @@ func TestAttackSignInToTheWebPageFirst(t *testing.T) {
 	if strings.Contains(out, "approve apr_") {
 		t.Errorf("the model's code signed in and decided")
 	}
+	theDenyStands(t, w, id, wait)
+}
+
+// theDenyStands: the person denies the ask id of the session wait ends,
+// and the call (toolu_web_ask, touch pwned.txt) never ran: no approval
+// the model's code tried came first.
+func theDenyStands(t *testing.T, w *world, id string, wait func() result) {
+	t.Helper()
 	if code, msg := w.toolgate("deny", id); code != 0 {
 		t.Fatalf("the person's deny: exit %d %s", code, msg)
 	}
 	r := wait()
 	if _, err := os.Stat(filepath.Join(w.project, "pwned.txt")); err == nil {
-		t.Fatal("the model approved its own call through the web page")
+		t.Fatal("the model approved its own call")
 	}
 	if c := r.call(t, "toolu_web_ask"); c.Effect != "deny" || !strings.HasPrefix(c.Actor, "user:") {
 		t.Errorf("the ask: %+v", c)
@@ -1567,14 +1575,5 @@ func TestAttackTakeTheWebCookieOnAnotherPort(t *testing.T) {
 	if strings.Contains(out, "approve "+id) {
 		t.Errorf("the model's code approved with the person's cookie")
 	}
-	if code, msg := w.toolgate("deny", id); code != 0 {
-		t.Fatalf("the person's deny: exit %d %s", code, msg)
-	}
-	r := wait()
-	if _, err := os.Stat(filepath.Join(w.project, "pwned.txt")); err == nil {
-		t.Fatal("the model approved its own call with the person's cookie")
-	}
-	if c := r.call(t, "toolu_web_ask"); c.Effect != "deny" {
-		t.Errorf("the ask: %+v", c)
-	}
+	theDenyStands(t, w, id, wait)
 }
