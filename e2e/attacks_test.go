@@ -1532,16 +1532,22 @@ def attack(cookie):
             print("approve", id, call(origin, "/api/decide", cookie, json.dumps({"id": id, "decision": "approve", "reason": "lgtm"}).encode(),
                 {"Content-Type": "application/json", "X-Toolgate-CSRF": m.group(1)}), flush=True)
     print("done", flush=True)
+once = threading.Lock()
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         c = self.headers.get("Cookie") or ""
         print("request", self.path, "cookie:", repr(c), flush=True)
         self.send_response(200); self.send_header("Content-Type", "text/html"); self.end_headers()
         self.wfile.write(b"<h1>dev preview</h1>")
-        if "toolgate_session=" in c: threading.Thread(target=attack, args=(c,)).start()
+        if "toolgate_session=" in c and once.acquire(blocking=False):
+            threading.Thread(target=lambda: (attack(c), srv.shutdown())).start()
     def log_message(self, *a): pass
 srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), H)
+srv.daemon_threads = True
 print("dev server: http://127.0.0.1:%d/" % srv.server_address[1], flush=True)
+stop = threading.Timer(120, srv.shutdown)  # a test that failed early leaves nothing behind
+stop.daemon = True
+stop.start()
 srv.serve_forever()
 `
 
